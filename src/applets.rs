@@ -1,0 +1,219 @@
+//! The one table of applets and the busybox-style dispatch on argv[0].
+//!
+//! `bridge`, `veth`, … are symlinks to this binary: the name it is called under picks the
+//! applet. `cnibox <applet> …` works too, and `cnibox install DIR` creates the symlinks.
+use crate::cni::Plugin;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// What an applet is: a CNI plugin (driven by the protocol entry point) or a tool with its
+/// own command line.
+pub enum Kind {
+    Plugin(&'static dyn Plugin),
+    /// Gets the arguments after the applet name; returns the exit code.
+    Tool(fn(&[OsString]) -> i32),
+}
+
+pub struct Applet {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub kind: Kind,
+}
+
+/// Every applet cnibox answers to. This is the only list: `--list`, `install` and the
+/// in-process IPAM delegation all read it.
+pub static APPLETS: &[Applet] = &[
+    // rows are added here as the applets land
+];
+
+/// The name the binary itself goes by.
+pub const SELF_NAME: &str = "cnibox";
+
+pub fn find(name: &str) -> Option<&'static Applet> {
+    APPLETS.iter().find(|a| a.name == name)
+}
+
+/// The plugin behind an applet name, for in-process delegation.
+pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
+    match find(name)?.kind {
+        Kind::Plugin(p) => Some(p),
+        Kind::Tool(_) => None,
+    }
+}
+
+fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
+    match applet.kind {
+        Kind::Plugin(p) => crate::cni::plugin::run(p),
+        Kind::Tool(f) => f(args),
+    }
+}
+
+/// Entry point: dispatch on the basename of argv[0], or on argv[1] when called as `cnibox`.
+pub fn main(argv: Vec<OsString>) -> i32 {
+    let called_as = argv
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| SELF_NAME.to_string());
+    if let Some(applet) = find(&called_as) {
+        return run_applet(applet, &argv[1..]);
+    }
+    if called_as != SELF_NAME {
+        eprintln!("cnibox: unknown applet {called_as:?} (the binary was called under a name it does not answer to; `cnibox --list` shows the applets)");
+        return 2;
+    }
+    let Some(first) = argv.get(1) else {
+        eprint!("{}", usage());
+        return 2;
+    };
+    match first.to_str() {
+        Some("--list") => {
+            for a in APPLETS {
+                println!("{}", a.name);
+            }
+            0
+        }
+        Some("--help") | Some("-h") | Some("help") => {
+            print!("{}", usage());
+            0
+        }
+        Some("--version") => {
+            println!("cnibox {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some("install") => install_main(&argv[2..]),
+        Some(name) => match find(name) {
+            Some(applet) => run_applet(applet, &argv[2..]),
+            None => {
+                eprintln!("cnibox: unknown applet {name:?} (`cnibox --list` shows the applets)");
+                2
+            }
+        },
+        None => {
+            eprintln!("cnibox: unknown applet {first:?}");
+            2
+        }
+    }
+}
+
+fn usage() -> String {
+    let mut s = format!(
+        "cnibox {}: the core CNI plugins and a CNI runtime in one binary\n\n\
+         usage: cnibox APPLET [ARGS…]   (or call the binary under an applet's name)\n\
+         \x20      cnibox --list\n\
+         \x20      cnibox install [DIR] [--force]   (symlink every applet into DIR, default /opt/cni/bin)\n\napplets:\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for a in APPLETS {
+        s.push_str(&format!("  {:<12} {}\n", a.name, a.summary));
+    }
+    s
+}
+
+#[derive(argh::FromArgs)]
+/// Create or refresh a symlink to this binary for every applet in DIR.
+struct InstallArgs {
+    /// the CNI bin dir (default /opt/cni/bin)
+    #[argh(positional, default = "PathBuf::from(\"/opt/cni/bin\")")]
+    dir: PathBuf,
+    /// replace files that are not symlinks
+    #[argh(switch)]
+    force: bool,
+}
+
+fn install_main(args: &[OsString]) -> i32 {
+    let strs: Vec<&str> = match args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() {
+        Some(s) => s,
+        None => {
+            eprintln!("cnibox install: arguments must be UTF-8");
+            return 2;
+        }
+    };
+    let parsed = match <InstallArgs as argh::FromArgs>::from_args(&["cnibox install"], &strs) {
+        Ok(p) => p,
+        Err(e) => {
+            return if e.status.is_ok() {
+                print!("{}", e.output);
+                0
+            } else {
+                eprint!("{}", e.output);
+                2
+            };
+        }
+    };
+    let exe = match std::fs::read_link("/proc/self/exe") {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cnibox install: cannot find this binary through /proc/self/exe: {e}");
+            return 1;
+        }
+    };
+    match install(&parsed.dir, &exe, parsed.force) {
+        Ok(lines) => {
+            for l in lines {
+                println!("{l}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("cnibox install: {e}");
+            1
+        }
+    }
+}
+
+/// Point `<dir>/<applet>` at `exe` for every applet. Idempotent: a correct link is left
+/// alone, a link elsewhere is replaced, a non-link file is replaced only with `force`.
+/// Returns one line per applet saying what was done.
+pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<String>> {
+    use std::io::{Error, ErrorKind};
+    std::fs::create_dir_all(dir)?;
+    let mut done = Vec::new();
+    for a in APPLETS {
+        let link = dir.join(a.name);
+        let what = match std::fs::symlink_metadata(&link) {
+            Err(e) if e.kind() == ErrorKind::NotFound => "created",
+            Err(e) => return Err(Error::new(e.kind(), format!("{}: {e}", link.display()))),
+            Ok(m) if m.file_type().is_symlink() => {
+                if std::fs::read_link(&link)?.as_os_str() == exe.as_os_str() {
+                    done.push(format!("{}: up to date", link.display()));
+                    continue;
+                }
+                std::fs::remove_file(&link)?;
+                "replaced"
+            }
+            Ok(_) if same_file(&link, exe) => {
+                done.push(format!("{}: is this binary, left alone", link.display()));
+                continue;
+            }
+            Ok(_) if force => {
+                std::fs::remove_file(&link)?;
+                "replaced (--force)"
+            }
+            Ok(_) => {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a symlink; refusing to overwrite it (use --force)", link.display()),
+                ))
+            }
+        };
+        std::os::unix::fs::symlink(exe, &link)
+            .map_err(|e| Error::new(e.kind(), format!("symlink {}: {e}", link.display())))?;
+        done.push(format!("{}: {what}", link.display()));
+    }
+    Ok(done)
+}
+
+/// True when both paths name the same file (device and inode), through symlinks.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// The basename of a path as a str ("" when it has none).
+pub fn base_name(p: &OsStr) -> String {
+    Path::new(p).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}

@@ -1,0 +1,1 @@
+//! TODO(stage0): OCI hook.

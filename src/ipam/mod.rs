@@ -1,0 +1,1 @@
+//! TODO(stage0): filled by the host-local work.

@@ -1,0 +1,325 @@
+//! The integration-test harness: every test gets a private *host* network namespace and
+//! fresh *container* namespaces, runs the real `cnibox` binary as a process inside the host
+//! namespace, and removes everything on drop (also when the test panics).
+//!
+//! Nothing here touches the namespaces of the machine running the tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub const ALL_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+
+/// The cnibox binary cargo built for these tests.
+pub fn cnibox() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cnibox"))
+}
+
+/// The Go reference plugins (Debian's containernetworking-plugins), when installed.
+pub fn reference_dir() -> Option<PathBuf> {
+    let d = PathBuf::from("/usr/lib/cni");
+    d.join("host-local").exists().then_some(d)
+}
+
+pub fn require_root() {
+    assert!(nix::unistd::Uid::effective().is_root(), "network tests must run as root (sudo make test)");
+}
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A unique short name: `cb<pid><seq>` plus a suffix (namespace names, etc.).
+pub fn unique(prefix: &str) -> String {
+    format!("cb{}{}{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst), prefix)
+}
+
+/// A named network namespace (bind-mounted under /run/netns by `ip netns add`), deleted on drop.
+pub struct Netns {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl Netns {
+    pub fn new(suffix: &str) -> Netns {
+        require_root();
+        let name = unique(suffix);
+        run_ok(Command::new("ip").args(["netns", "add", &name]));
+        let ns = Netns { path: PathBuf::from(format!("/run/netns/{name}")), name };
+        // loopback up, as runtimes do
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+
+    /// `ip -n <ns> ARGS`, panicking on failure; returns stdout.
+    pub fn ip(&self, args: &[&str]) -> String {
+        let mut c = Command::new("ip");
+        c.args(["-n", &self.name]).args(args);
+        run_ok(&mut c)
+    }
+
+    /// `ip -n <ns> ARGS`, returning the whole output (for expected failures).
+    pub fn ip_raw(&self, args: &[&str]) -> Output {
+        Command::new("ip").args(["-n", &self.name]).args(args).output().unwrap()
+    }
+
+    /// `ip -j -n <ns> ARGS` parsed as JSON.
+    pub fn ip_json(&self, args: &[&str]) -> serde_json::Value {
+        let mut c = Command::new("ip");
+        c.args(["-j", "-n", &self.name]).args(args);
+        let out = run_ok(&mut c);
+        if out.trim().is_empty() {
+            return serde_json::Value::Array(vec![]);
+        }
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("ip -j {args:?}: {e}: {out}"))
+    }
+
+    /// Names of the links in this namespace.
+    pub fn links(&self) -> Vec<String> {
+        self.ip_json(&["link", "show"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["ifname"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    pub fn has_link(&self, name: &str) -> bool {
+        self.ip_raw(&["link", "show", "dev", name]).status.success()
+    }
+
+    /// `local/prefixlen` of every address of a link (global scope and others).
+    pub fn addrs(&self, dev: &str) -> Vec<String> {
+        let v = self.ip_json(&["addr", "show", "dev", dev]);
+        let mut out = vec![];
+        for l in v.as_array().unwrap() {
+            for a in l["addr_info"].as_array().unwrap() {
+                out.push(format!("{}/{}", a["local"].as_str().unwrap(), a["prefixlen"]));
+            }
+        }
+        out
+    }
+
+    /// A sysctl read inside the namespace, e.g. `net/ipv4/ip_forward`.
+    pub fn sysctl(&self, key: &str) -> String {
+        let out = self.exec(&["cat", &format!("/proc/sys/{key}")]);
+        out.trim().to_string()
+    }
+
+    /// Run a command inside the namespace; panics on failure; returns stdout.
+    pub fn exec(&self, argv: &[&str]) -> String {
+        let mut c = self.command(argv[0]);
+        c.args(&argv[1..]);
+        run_ok(&mut c)
+    }
+
+    /// A `Command` that runs inside this namespace (setns in the child before exec).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let fd = File::open(&self.path).unwrap();
+        let mut c = Command::new(program);
+        unsafe {
+            c.pre_exec(move || {
+                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+            });
+        }
+        c
+    }
+
+    /// True if a ping from this namespace to `addr` gets an answer (addresses of test namespaces only).
+    pub fn ping(&self, addr: &str) -> bool {
+        self.command("ping")
+            .args(["-c", "1", "-W", "2", addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// Run, panic with the output on failure, return stdout.
+pub fn run_ok(c: &mut Command) -> String {
+    let out = c.output().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{c:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One test's world: a private host namespace, a temp dir with a CNI bin dir (symlinks to
+/// cnibox under every applet name), a data dir for host-local and a cache dir.
+pub struct TestEnv {
+    pub host: Netns,
+    pub tmp: tempfile::TempDir,
+    pub bin_dir: PathBuf,
+    pub data_dir: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let host = Netns::new("h");
+        let tmp = tempfile::Builder::new().prefix("cnibox-test").tempdir().unwrap();
+        let bin_dir = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin_dir).unwrap();
+        let out = run_ok(Command::new(cnibox()).arg("--list"));
+        for name in out.lines() {
+            std::os::unix::fs::symlink(cnibox(), bin_dir.join(name)).unwrap();
+        }
+        let data_dir = tmp.path().join("data");
+        let cache_dir = tmp.path().join("cache");
+        TestEnv { host, tmp, bin_dir, data_dir, cache_dir }
+    }
+
+    /// A fresh container namespace.
+    pub fn container(&self) -> Netns {
+        Netns::new("c")
+    }
+
+    /// A plugin call to cnibox's applet `name`, run inside the host namespace.
+    pub fn call(&self, applet: &str) -> Call {
+        Call::new(self.bin_dir.join(applet), &self.host, self.bin_dir.to_str().unwrap())
+    }
+
+    /// A plugin call to a Go reference plugin (run inside the host namespace, with the
+    /// reference dir as CNI_PATH so it delegates to the reference host-local).
+    pub fn reference(&self, plugin: &str) -> Option<Call> {
+        let dir = reference_dir()?;
+        Some(Call::new(dir.join(plugin), &self.host, dir.to_str().unwrap()))
+    }
+
+    /// Files in `<data_dir>/<network>`, name → content.
+    pub fn store(&self, network: &str) -> BTreeMap<String, String> {
+        read_dir_map(&self.data_dir.join(network))
+    }
+}
+
+pub fn read_dir_map(dir: &Path) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let content = std::fs::read(e.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            m.insert(e.file_name().to_string_lossy().into_owned(), content);
+        }
+    }
+    m
+}
+
+/// A builder for one CNI plugin invocation.
+pub struct Call {
+    program: PathBuf,
+    ns_path: PathBuf,
+    env: BTreeMap<String, String>,
+    stdin: Vec<u8>,
+}
+
+/// What a plugin call returned.
+#[derive(Debug)]
+pub struct CallOutput {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CallOutput {
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+
+    /// stdout as JSON (panics with the whole output if it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    /// Assert success and return the result JSON (or Null for empty stdout).
+    pub fn success(&self) -> serde_json::Value {
+        assert_eq!(self.code, 0, "plugin failed: {self:?}");
+        if self.stdout.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            self.json()
+        }
+    }
+
+    /// Assert failure with `code` and return the error message.
+    pub fn failure(&self, code: u64) -> String {
+        assert_ne!(self.code, 0, "plugin unexpectedly succeeded: {self:?}");
+        let j = self.json();
+        assert_eq!(j["code"].as_u64(), Some(code), "wrong error code: {self:?}");
+        j["msg"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+impl Call {
+    fn new(program: PathBuf, host: &Netns, cni_path: &str) -> Call {
+        let mut env = BTreeMap::new();
+        env.insert("CNI_PATH".into(), cni_path.to_string());
+        Call { program, ns_path: host.path.clone(), env, stdin: vec![] }
+    }
+
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.insert(k.into(), v.into());
+        self
+    }
+
+    pub fn command(self, c: &str) -> Self {
+        self.env("CNI_COMMAND", c)
+    }
+
+    /// ADD/DEL/CHECK with the usual variables.
+    pub fn verb(self, verb: &str, container_id: &str, netns: &str, ifname: &str) -> Self {
+        self.command(verb).env("CNI_CONTAINERID", container_id).env("CNI_NETNS", netns).env("CNI_IFNAME", ifname)
+    }
+
+    pub fn stdin(mut self, s: impl Into<Vec<u8>>) -> Self {
+        self.stdin = s.into();
+        self
+    }
+
+    pub fn config(self, v: &serde_json::Value) -> Self {
+        self.stdin(serde_json::to_vec(v).unwrap())
+    }
+
+    pub fn run(self) -> CallOutput {
+        use std::io::Write;
+        let fd = File::open(&self.ns_path).unwrap();
+        let mut c = Command::new(&self.program);
+        c.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").envs(&self.env);
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        unsafe {
+            c.pre_exec(move || {
+                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.program));
+        let mut stdin = child.stdin.take().unwrap();
+        let data = self.stdin.clone();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        CallOutput {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
