@@ -193,7 +193,10 @@ pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<Strin
             Ok(_) => {
                 return Err(Error::new(
                     ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a symlink; refusing to overwrite it (use --force)", link.display()),
+                    format!(
+                        "{} exists and is not a symlink; refusing to overwrite it (use --force)",
+                        link.display()
+                    ),
                 ))
             }
         };
@@ -215,5 +218,8 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 
 /// The basename of a path as a str ("" when it has none).
 pub fn base_name(p: &OsStr) -> String {
-    Path::new(p).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    Path::new(p)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

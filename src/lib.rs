@@ -7,6 +7,7 @@
 //! * [`plugins`]: bridge, veth (ptp) and macvlan.
 //! * [`runtime`]: the runtime side (conflists, chains, result cache) behind `cnitool`.
 //! * [`hook`]: the OCI hook and runtime wrapper.
+//! * [`util`]: small self-contained helpers (SHA-512, base64, atomic file writes).
 //! * [`applets`]: the one table of applet names and the argv[0] dispatch.
 pub mod applets;
 pub mod cni;
@@ -17,3 +18,4 @@ pub mod netns;
 pub mod plugins;
 pub mod runtime;
 pub mod sysctl;
+pub mod util;

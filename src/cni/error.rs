@@ -30,7 +30,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(code: u32, msg: impl Into<String>) -> Self {
-        Error { code, msg: msg.into(), details: String::new() }
+        Error {
+            code,
+            msg: msg.into(),
+            details: String::new(),
+        }
     }
 
     pub fn with_details(mut self, details: impl Into<String>) -> Self {

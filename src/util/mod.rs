@@ -1,0 +1,1 @@
+//! Small self-contained helpers; each submodule has one concern. (filled by the runtime work)
