@@ -1,1 +1,2 @@
-//! Small self-contained helpers; each submodule has one concern. (filled by the runtime work)
+//! Small self-contained helpers; each submodule has one concern.
+pub mod sha512;
