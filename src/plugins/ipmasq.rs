@@ -135,7 +135,7 @@ pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
 }
 
 fn hash_hex(input: &str, len: usize) -> String {
-    let mut s = sha512::hex(input.as_bytes());
+    let mut s = sha512::hex(&sha512::digest(input.as_bytes()));
     s.truncate(len);
     s
 }
