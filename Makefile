@@ -47,3 +47,6 @@ fmt:
 
 clean:
 	$(CARGO) clean
+
+bench: test-deps build
+	bash benches/bench.sh $(BIN)
