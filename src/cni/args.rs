@@ -98,6 +98,24 @@ mod tests {
     }
 
     #[test]
+    fn comma_is_not_a_separator() {
+        // args_test.go: "IgnoreUnknown=0, Unk=nown" is one pair with two '='
+        let e = parse("IgnoreUnknown=0, Unk=nown", &[]).unwrap_err();
+        assert_eq!(e.msg, r#"ARGS: invalid pair "IgnoreUnknown=0, Unk=nown""#);
+    }
+
+    #[test]
+    fn go_args_test_cases() {
+        assert!(parse("IgnoreUnknown=True;Unk=nown", &[]).is_ok());
+        assert!(parse("Unk=nown", &[]).is_err());
+        assert!(parse("IgnoreUnknown=1", &[]).is_ok());
+        for t in ["True", "true", "1", "False", "false", "0"] {
+            assert!(parse(&format!("IgnoreUnknown={t}"), &[]).is_ok(), "{t}");
+        }
+        assert!(parse("IgnoreUnknown=invalid", &[]).is_err());
+    }
+
+    #[test]
     fn keys_are_case_sensitive_field_names() {
         let e = parse("ip=10.1.2.60", &["IP"]).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: unknown args ["ip=10.1.2.60"]"#);

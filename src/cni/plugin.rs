@@ -839,6 +839,90 @@ mod tests {
         assert_eq!(v, json!({"code": 999, "msg": "plugin panicked: boom"}));
     }
 
+    /// A reader that always fails, counting the attempts (skel_test.go's BadReader).
+    struct BadReader(std::cell::Cell<usize>);
+
+    impl Read for BadReader {
+        fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.set(self.0.get() + 1);
+            Err(std::io::Error::other("banana"))
+        }
+    }
+
+    fn call_reader(plugin: &dyn Plugin, env: &HashMap<String, String>, stdin: &mut dyn Read) -> Out {
+        let getenv = |k: &str| env.get(k).cloned();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with(plugin, &getenv, stdin, &mut out, &mut err);
+        Out {
+            code,
+            stdout: String::from_utf8(out).unwrap(),
+            stderr: String::from_utf8(err).unwrap(),
+        }
+    }
+
+    #[test]
+    fn stdin_read_failure_is_code_5() {
+        let p = Fake::default();
+        let mut r = BadReader(Default::default());
+        let out = call_reader(&p, &base_env("ADD"), &mut r);
+        assert_eq!(
+            out.error(),
+            (5, "error reading from stdin: banana".into(), String::new())
+        );
+        assert!(p.calls().is_empty());
+    }
+
+    #[test]
+    fn version_does_not_read_stdin() {
+        let p = Fake::default();
+        let mut r = BadReader(Default::default());
+        let out = call_reader(&p, &base_env("VERSION"), &mut r);
+        assert_eq!(out.code, 0);
+        assert_eq!(r.0.get(), 0);
+        assert_eq!(
+            serde_json::from_str::<Value>(&out.stdout).unwrap(),
+            json!({"cniVersion": "1.1.0", "supportedVersions": version::SUPPORTED})
+        );
+        assert_eq!(out.stderr, "");
+    }
+
+    #[test]
+    fn check_gate_details() {
+        // below 0.4.0: refused before anything else looks at the config
+        let out = call(&Fake::default(), "CHECK", &conf("0.3.0"));
+        assert_eq!(out.error().1, "config version does not allow CHECK");
+        // an unparsable version is a decoding failure for the gated verbs...
+        for cmd in ["CHECK", "GC", "STATUS"] {
+            let mut env = base_env(cmd);
+            env.insert("CNI_PATH".into(), "/x".into());
+            let out = call_env(&Fake::default(), &env, br#"{"cniVersion":"adsfsadf","name":"test"}"#);
+            assert_eq!(out.error().0, 6, "{cmd}");
+        }
+        // ...and plainly incompatible for ADD
+        let out = call_env(
+            &Fake::default(),
+            &base_env("ADD"),
+            br#"{"cniVersion":"adsfsadf","name":"test"}"#,
+        );
+        assert_eq!(out.error().0, 1);
+    }
+
+    #[test]
+    fn plain_plugin_errors_keep_their_code() {
+        let p = Fake {
+            fail_with: Some(Error::new(1234, "insufficient something")),
+            ..Default::default()
+        };
+        let out = call(&p, "DEL", &conf("1.0.0"));
+        assert_eq!(out.error(), (1234, "insufficient something".into(), String::new()));
+        let p = Fake {
+            fail_with: Some(Error::internal("potato")),
+            ..Default::default()
+        };
+        let out = call(&p, "CHECK", &conf("1.0.0"));
+        assert_eq!(out.error(), (999, "potato".into(), String::new()));
+    }
+
     #[test]
     fn command_names() {
         for c in [

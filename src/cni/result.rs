@@ -2,8 +2,15 @@
 //! conversion to and from each spec version's JSON shape.
 //!
 //! Plugins build a [`CniResult`]; the entry point converts it to the config's `cniVersion`
-//! with [`CniResult::to_json`] right before printing. Parsing (`prevResult`, a delegate's
-//! output, a cached result) goes through [`CniResult::from_json`].
+//! with [`CniResult::to_pretty_json`] right before printing. Parsing has three entries, one
+//! per place the Go library reads results, because each treats a missing `cniVersion`
+//! differently: [`CniResult::from_json`] (a cached result: 0.1.0), [`CniResult::from_plugin_output`]
+//! (a plugin's ADD output: the config's version) and [`CniResult::from_prev_result`]
+//! (`prevResult`: parsed with the config version's type).
+//!
+//! Down-conversion is lossy as in the reference: 0.1.0/0.2.0 keep the first address of each
+//! family and the routes of those families; 1.1.0-only fields are not printed for older
+//! versions.
 use super::json;
 use super::version::{self, go_list, go_quote, Family};
 use super::Error;
