@@ -103,7 +103,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}: ", self.op, self.object)?;
-        let errno_text = self.errno.map(|e| nix::errno::Errno::from_raw(e).desc());
+        let errno_text = self.errno.map(errno_text);
         match (&self.kind, errno_text, &self.detail) {
             (ErrorKind::Unsupported { feature }, Some(t), _) => {
                 write!(f, "{feature} is not supported by this kernel ({t})")
@@ -119,6 +119,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The C library's text for an errno (what `ip` and the Go plugins print), without Rust's
+/// " (os error N)" suffix.
+fn errno_text(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
 
 /// Plugins report netlink failures as plain errors (code 999), as the reference plugins do.
 impl From<Error> for crate::cni::Error {

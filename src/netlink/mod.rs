@@ -43,3 +43,6 @@ pub use names::{random_bytes, random_name, random_veth_name};
 pub use route::{RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
 pub use types::{Family, MacAddr, MacParseError, Scope};
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,7 @@ use neli::socket::synchronous::NlSocketHandle;
 use neli::types::Buffer;
 use neli::utils::Groups;
 
-use super::wire::{NLMSG_DONE, NLM_F_DUMP, NLM_F_DUMP_INTR};
+use super::wire::{NLMSG_DONE, NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR};
 
 /// One netlink message: type, flags and the bytes after the 16-byte netlink header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl Transport for Socket {
                             flags,
                             payload: p.as_ref().to_vec(),
                         });
-                        if !is_dump && request.flags & NlmF::ACK.bits() == 0 {
+                        if !is_dump && request.flags & NLM_F_ACK == 0 {
                             return Ok(reply); // a plain GET without ACK ends with its one answer
                         }
                     }
