@@ -883,3 +883,33 @@ fn opening_a_handle_in_a_missing_namespace_fails() {
     let e = Netns::open("/run/netns/cnibox-does-not-exist").unwrap_err();
     assert!(e.is_not_found());
 }
+
+#[test]
+fn settling_waits_until_dad_is_done() {
+    let h = private_host();
+    let (va, _vb) = veth_pair_up(&h);
+    cnibox::sysctl::set(&cnibox::sysctl::ipv6_conf("va", "accept_dad"), "1").unwrap();
+    h.add_address(va, net("fd00::7/64"), AddrOptions::default()).unwrap();
+    h.settle_addresses("va", std::time::Duration::from_secs(10)).unwrap();
+    let a = h.addresses(Some(va), Family::V6).unwrap();
+    assert!(a.iter().all(|a| !a.is_tentative()), "{a:?}");
+    let j = ip_json(&["-6", "addr", "show", "dev", "va"]);
+    assert!(
+        j[0]["addr_info"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i.get("tentative").is_none()),
+        "{j}"
+    );
+}
+
+#[test]
+fn settling_a_missing_link_is_not_found() {
+    let h = private_host();
+    let e = h
+        .settle_addresses("nosuch0", std::time::Duration::from_secs(1))
+        .unwrap_err();
+    assert!(e.is_not_found());
+    assert_eq!(e.to_string(), "get nosuch0: not found");
+}

@@ -8,7 +8,9 @@ use neli::rtnl::{Ifaddrmsg, IfaddrmsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 use neli::FromBytesWithInput;
 
+use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
+use super::link::LinkRef;
 use super::transport::{Message, Transport};
 use super::types::{Family, Scope};
 use super::wire::{self, attr};
@@ -146,6 +148,39 @@ impl<T: Transport> Handle<T> {
             }
         }
         Ok(out)
+    }
+}
+
+/// How often [`Handle::settle_addresses`] looks again (as the reference plugins do).
+const SETTLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl<T: Transport> Handle<T> {
+    /// Waits until no address of the link is tentative (IPv6 DAD still running), polling
+    /// like the reference plugins' `SettleAddresses`. A DAD failure ends the wait at once
+    /// with a [`ErrorKind::DadFailed`] error; the deadline with [`ErrorKind::Timeout`].
+    pub fn settle_addresses<'a>(&self, link: impl Into<LinkRef<'a>>, timeout: std::time::Duration) -> Result<()> {
+        let link = link.into();
+        let op = Op::new("settle addresses of", link.to_string());
+        let index = self.link_index(link)?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let addrs = self.addresses(Some(index), Family::All)?;
+            if let Some(a) = addrs.iter().find(|a| a.is_dadfailed()) {
+                return Err(op.error(ErrorKind::DadFailed {
+                    address: a.address.to_string(),
+                }));
+            }
+            if !addrs.iter().any(Address::is_tentative) {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                let secs = timeout.as_secs_f64();
+                return Err(op
+                    .error(ErrorKind::Timeout)
+                    .with_detail(format!("still tentative after {secs} seconds")));
+            }
+            std::thread::sleep(SETTLE_INTERVAL);
+        }
     }
 }
 

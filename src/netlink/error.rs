@@ -20,6 +20,10 @@ pub enum ErrorKind {
     Protocol,
     /// The namespace to open a handle in, or to move a link to, is unusable.
     Netns,
+    /// A wait gave up (e.g. addresses still tentative when the deadline passed).
+    Timeout,
+    /// IPv6 duplicate address detection found another host using this address.
+    DadFailed { address: String },
 }
 
 /// A netlink failure, e.g. `create veth vethab12cd34: File exists`.
@@ -110,6 +114,9 @@ impl fmt::Display for Error {
             }
             (ErrorKind::Unsupported { feature }, None, _) => write!(f, "{feature} is not supported by this kernel"),
             (ErrorKind::NotFound, None, None) => write!(f, "not found"),
+            (ErrorKind::DadFailed { address }, _, _) => {
+                write!(f, "duplicate address detection failed for {address}")
+            }
             (_, Some(t), Some(d)) => write!(f, "{t} ({d})"),
             (_, Some(t), None) => write!(f, "{t}"),
             (_, None, Some(d)) => write!(f, "{d}"),

@@ -3,10 +3,11 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use neli::consts::rtnl::{Iff, Ifla, RtAddrFamily};
-use neli::rtnl::IfinfomsgBuilder;
+use neli::consts::rtnl::{Ifa, IfaF, Iff, Ifla, RtAddrFamily, RtScope};
+use neli::rtnl::{IfaddrmsgBuilder, IfinfomsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 
+use super::address::Address;
 use super::link::Link;
 use super::transport::{Message, Reply, Transport, TransportError};
 use super::wire::{self, attr, Nest};
@@ -48,6 +49,15 @@ impl FakeTransport {
     /// Queues a reply carrying this link, as RTM_NEWLINK (for lookups and dumps).
     pub fn push_links(&self, links: &[Link]) {
         let messages = links.iter().map(encode_link).collect();
+        self.push_reply(Reply {
+            messages,
+            interrupted: false,
+        });
+    }
+
+    /// Queues a reply carrying these addresses, as RTM_NEWADDR.
+    pub fn push_addresses(&self, addresses: &[Address]) {
+        let messages = addresses.iter().map(encode_address).collect();
         self.push_reply(Reply {
             messages,
             interrupted: false,
@@ -116,6 +126,38 @@ pub fn encode_link(link: &Link) -> Message {
         .expect("an ifinfomsg with all fields set builds");
     Message {
         kind: wire::RTM_NEWLINK,
+        flags: 0,
+        payload: wire::encode(&msg).expect("encodes"),
+    }
+}
+
+/// An address as the kernel would report it in RTM_NEWADDR.
+pub fn encode_address(a: &Address) -> Message {
+    let ip = wire::ip_bytes(a.address.ip());
+    let mut attrs = RtBuffer::<Ifa, Buffer>::new();
+    let mut push = |ty: u16, p: Vec<u8>| attrs.push(attr(ty, Buffer::from(p)).expect("byte payloads always encode"));
+    push(wire::IFA_ADDRESS, ip.clone());
+    push(wire::IFA_LOCAL, ip);
+    push(wire::IFA_FLAGS, a.flags.to_ne_bytes().to_vec());
+    if let Some(b) = a.broadcast {
+        push(wire::IFA_BROADCAST, b.octets().to_vec());
+    }
+    let family = if a.address.is_ipv4() {
+        wire::AF_INET
+    } else {
+        wire::AF_INET6
+    };
+    let msg = IfaddrmsgBuilder::default()
+        .ifa_family(RtAddrFamily::from(family))
+        .ifa_prefixlen(a.address.prefix())
+        .ifa_flags(IfaF::from_bits_retain(a.flags as u8))
+        .ifa_scope(RtScope::from(a.scope.to_raw()))
+        .ifa_index(a.index)
+        .rtattrs(attrs)
+        .build()
+        .expect("an ifaddrmsg with all fields set builds");
+    Message {
+        kind: wire::RTM_NEWADDR,
         flags: 0,
         payload: wire::encode(&msg).expect("encodes"),
     }

@@ -434,3 +434,83 @@ fn a_link_without_a_peer_elsewhere_reports_none() {
     h.transport().push_links(&[l]);
     assert_eq!(h.link("br0").unwrap().peer_index, None);
 }
+
+fn v6(index: u32, net: &str, flags: u32) -> Address {
+    Address {
+        index,
+        address: net.parse().unwrap(),
+        scope: Scope::Universe,
+        flags,
+        broadcast: None,
+        label: None,
+    }
+}
+
+#[test]
+fn addresses_decode_with_flags_and_filter_by_link_and_family() {
+    let h = handle();
+    let v4 = Address {
+        index: 2,
+        address: "10.0.0.2/24".parse().unwrap(),
+        scope: Scope::Universe,
+        flags: IFA_F_PERMANENT,
+        broadcast: Some("10.0.0.255".parse().unwrap()),
+        label: None,
+    };
+    // a kernel without strict checking ignores the filter: the layer filters again
+    h.transport()
+        .push_addresses(&[v4.clone(), v6(2, "fd00::2/64", IFA_F_TENTATIVE), v6(3, "fd00::3/64", 0)]);
+    let got = h.addresses(Some(2), Family::V6).unwrap();
+    assert_eq!(got, vec![v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    assert!(got[0].is_tentative());
+    h.transport().push_addresses(&[v4.clone()]);
+    assert_eq!(h.addresses(Some(2), Family::V4).unwrap(), vec![v4]);
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.flags, NLM_F_REQUEST | NLM_F_DUMP);
+    assert_eq!(req.payload[0], AF_INET6);
+    assert_eq!(
+        u32::from_ne_bytes(req.payload[4..8].try_into().unwrap()),
+        2,
+        "kernel-side filter by link"
+    );
+}
+
+#[test]
+fn settling_waits_for_tentative_addresses_to_clear() {
+    let h = handle();
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_PERMANENT)]);
+    h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(h.transport().requests().len(), 2);
+}
+
+#[test]
+fn settling_stops_at_a_dad_failure() {
+    let h = handle();
+    h.transport()
+        .push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE | IFA_F_DADFAILED)]);
+    let e = h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::DadFailed {
+            address: "fd00::2/64".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "settle addresses of link index 2: duplicate address detection failed for fd00::2/64"
+    );
+}
+
+#[test]
+fn settling_gives_up_at_the_deadline() {
+    let h = handle();
+    h.transport().push_links(&[link(2, "eth0")]);
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    let e = h.settle_addresses("eth0", std::time::Duration::ZERO).unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Timeout);
+    assert_eq!(
+        e.to_string(),
+        "settle addresses of eth0: still tentative after 0 seconds"
+    );
+}
