@@ -463,7 +463,7 @@ fn addresses_decode_with_flags_and_filter_by_link_and_family() {
     let got = h.addresses(Some(2), Family::V6).unwrap();
     assert_eq!(got, vec![v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
     assert!(got[0].is_tentative());
-    h.transport().push_addresses(&[v4.clone()]);
+    h.transport().push_addresses(std::slice::from_ref(&v4));
     assert_eq!(h.addresses(Some(2), Family::V4).unwrap(), vec![v4]);
     let req = &h.transport().requests()[0];
     assert_eq!(req.flags, NLM_F_REQUEST | NLM_F_DUMP);
