@@ -199,8 +199,8 @@ impl Store {
         Ok(())
     }
 
-    /// Index entries of `id` (trimmed), verified against the files; also returns the
-    /// verified bucket so callers can rewrite it.
+    /// The bucket of `id` (trimmed) with the entries of `id` verified against their files
+    /// (stale ones dropped); other IDs' entries are kept as they are, for rewriting.
     fn verified_bucket(&mut self, id: &str) -> Result<Vec<Entry>, StoreError> {
         let bucket = match self.index.bucket(id)? {
             Some(b) => b,
@@ -211,7 +211,7 @@ impl Store {
         };
         Ok(bucket
             .into_iter()
-            .filter(|e| self.owner_of(e.ip).as_ref() == Some(&e.owner))
+            .filter(|e| e.owner.id != id || self.owner_of(e.ip).as_ref() == Some(&e.owner))
             .collect())
     }
 
