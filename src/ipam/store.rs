@@ -201,18 +201,42 @@ impl Store {
 
     /// The bucket of `id` (trimmed) with the entries of `id` verified against their files
     /// (stale ones dropped); other IDs' entries are kept as they are, for rewriting.
+    ///
+    /// Rewriting a file in place does not change the directory, so the stamp cannot see it.
+    /// When an entry's file names a different owner (as when a file is turned into a legacy
+    /// ID-only one by hand) the index is rebuilt before answering.
     fn verified_bucket(&mut self, id: &str) -> Result<Vec<Entry>, StoreError> {
-        let bucket = match self.index.bucket(id)? {
-            Some(b) => b,
-            None => {
-                self.rebuild()?;
-                self.index.bucket(id)?.unwrap_or_default()
+        let mut rebuilt = false;
+        loop {
+            let bucket = match self.index.bucket(id)? {
+                Some(b) => b,
+                None if !rebuilt => {
+                    self.rebuild()?;
+                    rebuilt = true;
+                    continue;
+                }
+                None => vec![],
+            };
+            let mut out = Vec::with_capacity(bucket.len());
+            let mut mismatch = false;
+            for e in bucket {
+                if e.owner.id != id {
+                    out.push(e);
+                    continue;
+                }
+                match self.owner_of(e.ip) {
+                    Some(o) if o == e.owner => out.push(e),
+                    Some(_) => mismatch = true,
+                    None => {}
+                }
             }
-        };
-        Ok(bucket
-            .into_iter()
-            .filter(|e| e.owner.id != id || self.owner_of(e.ip).as_ref() == Some(&e.owner))
-            .collect())
+            if mismatch && !rebuilt {
+                self.rebuild()?;
+                rebuilt = true;
+                continue;
+            }
+            return Ok(out);
+        }
     }
 
     /// Addresses held by (id, ifname), in the new format and the legacy ID-only one
@@ -520,17 +544,36 @@ mod tests {
     fn a_valid_index_is_used_without_rescanning() {
         let d = tmp();
         reserve(d.path(), "c1", "eth0", "10.1.2.2");
-        // editing a file in place does not change the directory: the index is trusted, and
-        // the verification against the file keeps it from acting on the stale entry
-        std::fs::write(d.path().join("net/10.1.2.2"), "other\r\neth0").unwrap();
+        // a file that appears without a directory change cannot be seen: proof that the
+        // stamp was trusted and the directory was not scanned
+        let dir = d.path().join("net");
+        let before = std::fs::metadata(&dir).unwrap().modified().unwrap();
+        std::fs::write(dir.join("10.1.2.3"), "c3\r\neth0").unwrap();
+        let f = std::fs::File::open(&dir).unwrap();
+        f.set_modified(before).unwrap();
         let mut s = Store::open(d.path(), "net").unwrap();
         assert_eq!(s.index_entries().unwrap().len(), 1, "not rebuilt");
-        assert_eq!(
-            s.release("c1", "eth0").unwrap(),
-            Vec::<IpAddr>::new(),
-            "stale entry not acted upon"
-        );
-        assert!(d.path().join("net/10.1.2.2").exists());
+        assert!(s.find("c1", "eth0").unwrap());
+    }
+
+    #[test]
+    fn in_place_edit_of_an_indexed_file_triggers_a_rebuild() {
+        let d = tmp();
+        reserve(d.path(), "c1", "eth0", "10.1.2.2");
+        // the reference's own test rewrites a file to the legacy ID-only form in place
+        std::fs::write(d.path().join("net/10.1.2.2"), "c1").unwrap();
+        let mut s = Store::open(d.path(), "net").unwrap();
+        assert!(s.find("c1", "eth0").unwrap());
+        assert_eq!(s.release("c1", "eth0").unwrap(), vec![ip("10.1.2.2")]);
+        s.finish().unwrap();
+        // and an edit to another owner is never released for the old one
+        drop(s);
+        reserve(d.path(), "c5", "eth0", "10.1.2.5");
+        std::fs::write(d.path().join("net/10.1.2.5"), "other\r\neth0").unwrap();
+        let mut s = Store::open(d.path(), "net").unwrap();
+        assert_eq!(s.release("c5", "eth0").unwrap(), Vec::<IpAddr>::new());
+        assert!(d.path().join("net/10.1.2.5").exists());
+        assert!(s.find("other", "eth0").unwrap());
     }
 
     #[test]
