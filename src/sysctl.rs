@@ -154,3 +154,10 @@ mod tests {
         assert_eq!(e.to_string(), "read sysctl net/../x: invalid key");
     }
 }
+
+/// Plugins report sysctl failures as plain errors (code 999), as the reference does.
+impl From<Error> for crate::cni::Error {
+    fn from(e: Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
