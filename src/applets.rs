@@ -25,6 +25,11 @@ pub struct Applet {
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
     Applet {
+        name: "bridge",
+        summary: "attach containers to a Linux bridge through veth pairs",
+        kind: Kind::Plugin(&crate::plugins::bridge::Bridge),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

@@ -6,8 +6,11 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`ipmasq`]: masquerade rules.
+//! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
+pub mod bridge;
 pub mod container_link;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
 pub mod rollback;
+pub mod spoofcheck;
