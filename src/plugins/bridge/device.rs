@@ -261,7 +261,8 @@ pub fn ensure_vlan_interface(h: &Handle, bridge: &Link, conf: &NetConf) -> Resul
 
 /// Put gateway address `gw` on `link` (the reference's `ensureAddr`): an identical address
 /// is fine; another IPv4 address, or an overlapping IPv6 one, is an error unless
-/// `force` allows replacing it. Non-overlapping IPv6 addresses coexist.
+/// `force` allows replacing it. Non-overlapping IPv6 addresses coexist. The address is
+/// added without DAD (unlike the reference).
 pub fn ensure_addr(h: &Handle, link: &Link, gw: IpNetwork, force: bool) -> Result<(), Error> {
     let family = if gw.is_ipv4() { Family::V4 } else { Family::V6 };
     let addrs = h
@@ -291,7 +292,13 @@ pub fn ensure_addr(h: &Handle, link: &Link, gw: IpNetwork, force: bool) -> Resul
         h.delete_address(link.index, existing)
             .map_err(|e| Error::internal(format!("could not remove IP address from {name:?}: {e}")))?;
     }
-    match h.add_address(link.index, gw, AddrOptions::default()) {
+    // No DAD for the gateway: the bridge is a private segment this plugin owns, and an
+    // IPv6 gateway would otherwise be unusable (tentative) for the first seconds.
+    let opts = AddrOptions {
+        nodad: true,
+        ..Default::default()
+    };
+    match h.add_address(link.index, gw, opts) {
         Err(e) if !e.is_exists() => Err(Error::internal(format!("could not add IP address to {name:?}: {e}"))),
         _ => Ok(()),
     }
