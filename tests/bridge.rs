@@ -766,7 +766,15 @@ fn status_and_gc() {
     let nft = nft_ruleset(&env.host);
     assert!(nft.contains("id: keep\""), "{nft}");
     assert!(!nft.contains("id: stale\""), "{nft}");
-    // host-local collected the stale reservation too when it implements GC; the rest is DEL's job
+    // GC was forwarded to host-local: only the kept attachment's reservation is left
+    let held: Vec<String> = env
+        .store(NET)
+        .values()
+        .filter(|v| v.starts_with("keep"))
+        .cloned()
+        .collect();
+    assert_eq!(reservations(&env).len(), 1, "{:?}", env.store(NET));
+    assert_eq!(held.len(), 1);
     del(&env, "stale", b.path_str(), &c).success();
     del(&env, "keep", a.path_str(), &c).success();
     assert_clean(&env, "keep", Some(&a));
@@ -909,4 +917,57 @@ fn del_idempotency_matrix() {
             }
         }
     }
+}
+
+#[test]
+fn dad_is_off_unless_enabled() {
+    for enable in [false, true] {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = conf(
+            &env,
+            "1.0.0",
+            json!({"enabledad": enable, "isGateway": true, "ipam": ipam(&["fd00:5::/64"])}),
+        );
+        add(&env, "dad", &ctr, &c).success();
+        let want = if enable { "1" } else { "0" };
+        assert_eq!(ctr.sysctl("net/ipv6/conf/eth0/accept_dad"), want);
+        if enable {
+            assert_eq!(ctr.sysctl("net/ipv6/conf/eth0/enhanced_dad"), "1");
+        }
+        // either way the address is usable when ADD returns
+        let addrs = ctr.ip_json(&["-6", "addr", "show", "dev", IFNAME, "tentative"]);
+        assert!(addrs.as_array().unwrap().is_empty(), "{addrs}");
+        del(&env, "dad", ctr.path_str(), &c).success();
+        assert_clean(&env, "dad", Some(&ctr));
+    }
+}
+
+/// The port VLAN listing behind `preserveDefaultVlan: false`: a fresh port holds the
+/// bridge's default PVID when the kernel filters VLANs, nothing otherwise.
+#[test]
+fn port_vlans_of_a_fresh_port() {
+    let supported = kernel_has_vlan_filtering();
+    let ns = Netns::new("pv");
+    ns.ip(&["link", "add", "br0", "type", "bridge"]);
+    ns.ip(&["link", "add", "p0", "type", "veth", "peer", "name", "p1"]);
+    ns.ip(&["link", "set", "p0", "master", "br0"]);
+    let netns = cnibox::netns::Netns::open(&ns.path).unwrap();
+    let h = cnibox::netlink::Handle::open(&netns).unwrap();
+    let vlans = h.port_vlans("p0").unwrap();
+    if supported {
+        assert_eq!(
+            vlans,
+            vec![cnibox::netlink::PortVlan {
+                vid: 1,
+                pvid: true,
+                untagged: true
+            }]
+        );
+    } else {
+        assert!(vlans.is_empty(), "{vlans:?}");
+        eprintln!("partly skipped: bridge VLAN filtering is not supported by this kernel");
+    }
+    // not a port: nothing
+    assert!(h.port_vlans("br0").unwrap().is_empty());
 }
