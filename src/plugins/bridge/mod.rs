@@ -82,6 +82,14 @@ fn parse_mac(s: &str) -> Result<MacAddr, Error> {
         .map_err(|_| Error::internal(format!("failed to parse MAC address: address {s}: invalid MAC address")))
 }
 
+/// Rollback step: the host veth (its peer goes with it); already gone is fine.
+fn delete_veth(h: &Handle, index: u32) -> Result<(), String> {
+    match h.delete_link(index) {
+        Err(e) if !e.is_not_found() => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
 fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     config::validate_for_add(conf)?;
     let masq_backend = match (conf.ip_masq && conf.is_layer3(), &conf.ip_masq_backend) {
@@ -101,10 +109,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     let host_index = host_veth.index;
     let host_ref = &host;
     rollback.push(format!("delete veth {}", host_veth.name), move || {
-        match host_ref.delete_link(host_index) {
-            Err(e) if !e.is_not_found() => Err(e.to_string()),
-            _ => Ok(()),
-        }
+        delete_veth(host_ref, host_index)
     });
     device::setup_port(&host, &host_veth, conf, conf.vlan, conf.trunk())?;
     let cont_link = iface::lookup(&cont, &req.ifname)?;
@@ -142,6 +147,11 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
 
     if let Some(ipam) = &conf.ipam_type {
         let ipam_result = l3::add(ipam, req, &mut rollback)?;
+        // On failure the veth goes before the address is released (as DEL orders it), so
+        // no other ADD can be handed the address while it is still configured here.
+        rollback.push(format!("delete veth {} before releasing", host_veth.name), move || {
+            delete_veth(host_ref, host_index)
+        });
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         result.dns = ipam_result.dns;
