@@ -349,6 +349,25 @@ fn del_uses_the_config_and_args_cached_at_add() {
 }
 
 #[test]
+fn del_works_when_the_config_file_is_gone() {
+    let w = World::new();
+    w.write_conf("gone.conflist", &conflist("gone", "1.0.0", vec![rec("a"), rec("b")]));
+    w.cnitool(&["add", "gone", "/run/netns/gone"]).run().success();
+    w.take_records();
+    std::fs::remove_file(w.conf_dir.join("gone.conflist")).unwrap();
+    w.cnitool(&["check", "gone", "/run/netns/gone"]).run().success();
+    assert_eq!(tags(&w.take_records()), ["CHECK:a", "CHECK:b"]);
+    let out = w.cnitool(&["del", "gone", "/run/netns/gone"]).run();
+    out.success();
+    assert!(out.stderr.contains("using the config cached at ADD"), "{out:?}");
+    assert_eq!(tags(&w.take_records()), ["DEL:b", "DEL:a"]);
+    // With neither file nor cache there is nothing to run.
+    let out = w.cnitool(&["del", "gone", "/run/netns/gone"]).run();
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("no net configurations found in"), "{out:?}");
+}
+
+#[test]
 fn check_uses_the_cached_config() {
     let w = World::new();
     w.write_conf("cc.conflist", &conflist("cc", "1.0.0", vec![rec("a"), rec("b")]));
@@ -878,8 +897,13 @@ fn same_attachment_is_serialised_different_ones_run_in_parallel() {
         recs[1]
     );
 
-    // Different containers do not wait for each other: 4 slow ADDs take about one sleep.
-    let start = std::time::Instant::now();
+    // Different containers do not wait for each other: four ADDs meet inside their plugins,
+    // which only works if all four run at once.
+    let rdv = w.env.tmp.path().join("rendezvous");
+    std::fs::create_dir(&rdv).unwrap();
+    let mut meet = rec("meet");
+    meet["rendezvous"] = json!({"dir": rdv.to_str().unwrap(), "count": 4});
+    w.write_conf("lk.conflist", &conflist("lk", "1.0.0", vec![meet]));
     std::thread::scope(|s| {
         let runs: Vec<_> = (0..4)
             .map(|i| {
@@ -894,10 +918,6 @@ fn same_attachment_is_serialised_different_ones_run_in_parallel() {
             r.join().unwrap().success();
         }
     });
-    assert!(
-        start.elapsed() < std::time::Duration::from_millis(3500),
-        "ADDs of different containers were serialised"
-    );
     assert_eq!(w.take_records().len(), 4);
 }
 
@@ -930,4 +950,143 @@ fn help_and_usage_errors() {
         .run();
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("invalid CNI_ARGS pair \"\""), "{out:?}");
+}
+
+/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
+/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
+fn libcni_tool(w: &World) -> Option<PathBuf> {
+    let go_ok = Command::new("go")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !go_ok {
+        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
+        return None;
+    }
+    let gopath = Path::new("/usr/share/gocode");
+    assert!(
+        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
+        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
+    );
+    let out = w.env.tmp.path().join("libcni_tool");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
+    let build = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", gopath)
+        .env("GOFLAGS", "")
+        .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "go build failed: {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    Some(out)
+}
+
+impl World {
+    /// Run the libcni runtime inside the host namespace with the same dirs cnitool uses.
+    fn libcni(&self, tool: &Path, verb: &str, net: &str, netns: &str, cid: &str) -> CallOutput {
+        let mut c = self.env.host.command(tool);
+        c.args([
+            verb,
+            self.conf_dir.to_str().unwrap(),
+            net,
+            netns,
+            cid,
+            self.env.cache_dir.to_str().unwrap(),
+        ])
+        .arg(self.cni_path())
+        .env("RECORD_FILE", &self.record)
+        .env("CNI_ARGS", "A=1;B=2")
+        .env("CAP_ARGS", r#"{"mac":"c2:00:00:00:00:07","other":[1]}"#);
+        let out = c.output().unwrap();
+        CallOutput {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+fn interop_list() -> Value {
+    let mut b = rec("b");
+    b["capabilities"] = json!({"mac": true});
+    conflist("interop", "1.0.0", vec![rec("a"), b])
+}
+
+#[test]
+fn libcni_adds_cnibox_deletes() {
+    let w = World::new();
+    let Some(tool) = libcni_tool(&w) else { return };
+    w.write_conf("interop.conflist", &interop_list());
+    let out = w.libcni(&tool, "add", "interop", "/run/netns/li1", "li1");
+    let result = out.success();
+    w.take_records();
+    // cnibox reads libcni's cache: sandbox status, then DEL with libcni's cached config
+    // (the file on disk has changed since) and result.
+    let status = w.cnitool(&["sandbox-status", "li1"]).run().success();
+    assert_eq!(status["ip"], "10.99.0.2");
+    w.write_conf("interop.conflist", &conflist("interop", "1.0.0", vec![rec("x")]));
+    w.cnitool(&["del", "interop", "/run/netns/li1", "--container-id", "li1"])
+        .run()
+        .success();
+    let dels = w.take_records();
+    assert_eq!(tags(&dels), ["DEL:b", "DEL:a"]);
+    for r in &dels {
+        assert_eq!(r["conf"]["prevResult"], result);
+        assert_eq!(r["args"], "A=1;B=2");
+    }
+    assert_eq!(dels[0]["conf"]["runtimeConfig"], json!({"mac": "c2:00:00:00:00:07"}));
+    assert!(!w.cache_file("interop", "li1", "eth0").exists());
+}
+
+#[test]
+fn cnibox_adds_libcni_checks_and_deletes() {
+    let w = World::new();
+    let Some(tool) = libcni_tool(&w) else { return };
+    w.write_conf("interop.conflist", &interop_list());
+    let result = w
+        .cnitool(&["add", "interop", "/run/netns/cb1", "--container-id", "cb1"])
+        .env("CNI_ARGS", "A=1;B=2")
+        .env("CAP_ARGS", r#"{"mac":"c2:00:00:00:00:07","other":[1]}"#)
+        .run()
+        .success();
+    w.take_records();
+    let cached = w.libcni(&tool, "cached", "interop", "/run/netns/cb1", "cb1").success();
+    assert_eq!(cached, result, "libcni reads back a different result");
+    w.libcni(&tool, "check", "interop", "/run/netns/cb1", "cb1").success();
+    let checks = w.take_records();
+    assert_eq!(tags(&checks), ["CHECK:a", "CHECK:b"]);
+    assert!(checks.iter().all(|r| r["conf"]["prevResult"] == result));
+    w.libcni(&tool, "del", "interop", "/run/netns/cb1", "cb1").success();
+    let dels = w.take_records();
+    assert_eq!(tags(&dels), ["DEL:b", "DEL:a"]);
+    assert!(dels.iter().all(|r| r["conf"]["prevResult"] == result));
+    assert!(!w.cache_file("interop", "cb1", "eth0").exists());
+}
+
+#[test]
+fn cache_files_match_libcni_byte_for_byte() {
+    let w = World::new();
+    let Some(tool) = libcni_tool(&w) else { return };
+    w.write_conf("interop.conflist", &interop_list());
+    w.libcni(&tool, "add", "interop", "/run/netns/same", "go").success();
+    w.cnitool(&["add", "interop", "/run/netns/same", "--container-id", "rs"])
+        .env("CNI_ARGS", "A=1;B=2")
+        .env("CAP_ARGS", r#"{"mac":"c2:00:00:00:00:07","other":[1]}"#)
+        .run()
+        .success();
+    let go = std::fs::read_to_string(w.cache_file("interop", "go", "eth0")).unwrap();
+    let ours = std::fs::read_to_string(w.cache_file("interop", "rs", "eth0")).unwrap();
+    // libcni 1.1.2 predates the `netns` field (newer libcni writes it where cnibox does).
+    let ours = ours
+        .replace(r#""netns":"/run/netns/same","#, "")
+        .replace(r#""containerId":"rs""#, r#""containerId":"go""#);
+    assert_eq!(ours, go);
 }

@@ -259,7 +259,7 @@ impl Runtime {
             Cached::Entry(entry) => {
                 if !entry.config.is_empty() {
                     match NetworkList::from_bytes(&entry.config) {
-                        Ok(l) if l.name == key.network => out.list = Some(l),
+                        Ok(l) if l.name == key.network && !l.plugins.is_empty() => out.list = Some(l),
                         Ok(l) => warn(format!(
                             "cached config for {} is for network {:?}; using the config on disk",
                             key.file_name(),
@@ -298,6 +298,13 @@ impl Runtime {
                     .map_err(|e| format!("failed to convert cached result to config version {to:?}: {e}"))
             }
         }
+    }
+
+    /// The list ADD ran with, from the cache, for DEL and CHECK when the network's config is
+    /// gone from disk.
+    pub fn cached_network(&self, name: &str, rt: &RuntimeConf) -> Option<NetworkList> {
+        let key = Key::new(name, &rt.container_id, &rt.ifname).ok()?;
+        self.read_cached(&key).list
     }
 
     /// The list and arguments DEL and CHECK run with: the cached ones when the cache has
