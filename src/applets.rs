@@ -25,6 +25,11 @@ pub struct Applet {
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
     Applet {
+        name: "host-local",
+        summary: "host-local IPAM: addresses from ranges, kept on disk",
+        kind: Kind::Plugin(&crate::ipam::HostLocal),
+    },
+    Applet {
         name: "cnitool",
         summary: "run network configs (add, check, del, status, gc, sandbox-status)",
         kind: Kind::Tool(crate::runtime::cnitool::main),
