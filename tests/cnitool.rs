@@ -415,19 +415,59 @@ fn empty_or_corrupt_cache_never_blocks_del() {
 }
 
 #[test]
-fn legacy_cache_file_is_a_bare_result() {
+fn cached_results_are_brought_to_the_config_version() {
     let w = World::new();
-    w.write_conf("leg.conflist", &conflist("leg", "0.4.0", vec![rec("a")]));
-    let cid = derived_id("/run/netns/leg");
     std::fs::create_dir_all(w.env.cache_dir.join("results")).unwrap();
-    let legacy = json!({"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.5.0.2/24"}], "dns": {}});
-    std::fs::write(w.cache_file("leg", &cid, "eth0"), legacy.to_string()).unwrap();
-    w.cnitool(&["del", "leg", "/run/netns/leg"]).run().success();
-    let dels = w.take_records();
-    // Converted to the config's version, as libcni does.
-    let mut want = legacy.clone();
-    want["cniVersion"] = json!("0.4.0");
-    assert_eq!(dels[0]["conf"]["prevResult"], want);
+    let v031 = json!({"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.5.0.2/24"}], "dns": {}});
+    let v100 = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.5.0.2/24"}], "dns": {}});
+    // (config version, legacy bare cached result, what DEL must send as prevResult)
+    let cases = [
+        (
+            "0.4.0",
+            &v031,
+            json!({"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.5.0.2/24"}], "dns": {}}),
+        ),
+        (
+            "1.0.0",
+            &v031,
+            json!({"cniVersion": "1.0.0", "ips": [{"address": "10.5.0.2/24"}], "dns": {}}),
+        ),
+        ("1.0.0", &v100, v100.clone()),
+    ];
+    for (version, cached, want) in cases {
+        w.write_conf("leg.conflist", &conflist("leg", version, vec![rec("a")]));
+        let cid = derived_id("/run/netns/leg");
+        std::fs::write(w.cache_file("leg", &cid, "eth0"), cached.to_string()).unwrap();
+        w.cnitool(&["del", "leg", "/run/netns/leg"]).run().success();
+        let dels = w.take_records();
+        let got = &dels[0]["conf"]["prevResult"];
+        // Compare the JSON values, ignoring an empty `dns` the conversion may drop.
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if v["dns"] == json!({}) {
+                v.as_object_mut().unwrap().remove("dns");
+            }
+            v
+        };
+        assert_eq!(strip(got), strip(&want), "config {version}, cached {cached}");
+        assert!(!w.cache_file("leg", &cid, "eth0").exists());
+    }
+}
+
+#[test]
+fn a_malformed_add_result_fails_the_chain() {
+    let w = World::new();
+    let mut a = rec("a");
+    a["result"] = json!({"cniVersion": "1.0.0", "ips": "not a list"});
+    w.write_conf("bad.conflist", &conflist("bad", "1.0.0", vec![a, rec("b")]));
+    let out = w.cnitool(&["add", "bad", "/run/netns/bad"]).run();
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("plugin type=\"recorder\" failed (add): "),
+        "{out:?}"
+    );
+    assert_eq!(tags(&w.take_records()), ["ADD:a"]);
+    assert!(!w.cache_file("bad", &derived_id("/run/netns/bad"), "eth0").exists());
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Network configuration lists (`.conflist`), and single-plugin `.conf`/`.json` files wrapped
 //! into a list, loaded and parsed as libcni does (`libcni/conf.go`).
-use super::{names, spec_version};
+use super::names;
+use crate::cni::version;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -159,16 +160,15 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
         let s = v
             .as_str()
             .ok_or_else(|| parse_err(format!("invalid type for cniVersions index {i}: {}", json_type(v))))?;
-        let parsed = spec_version::parse(s)
-            .map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
-        if parsed <= spec_version::parse(spec_version::CURRENT).expect("CURRENT parses") {
+        let parsed =
+            version::parse(s).map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
+        if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
             candidates.push((parsed, s.to_string()));
         }
     }
     if !version.is_empty() {
-        let parsed =
-            spec_version::parse(&version).map_err(|e| parse_err(format!("invalid cniVersion {version}: {e}")))?;
-        if parsed <= spec_version::parse(spec_version::CURRENT).expect("CURRENT parses") {
+        let parsed = version::parse(&version).map_err(|e| parse_err(format!("invalid cniVersion {version}: {e}")))?;
+        if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
             candidates.push((parsed, version.clone()));
         }
     }

@@ -1,7 +1,6 @@
 //! Finding and running one plugin process, as libcni's `pkg/invoke`: the runtime's
 //! environment plus the six CNI variables, stdin the request, stdout the result or the
 //! plugin's error object.
-use super::spec_version;
 use crate::cni;
 use serde_json::Value;
 use std::fmt;
@@ -232,7 +231,7 @@ pub fn plugin_error(status: &str, stdout: &[u8], stderr: &[u8]) -> cni::Error {
 }
 
 /// Parse an ADD result (`ExecPluginWithResult`): a JSON object; a missing or empty
-/// `cniVersion` is taken to be the config's (cni#895); other versions must be known.
+/// `cniVersion` is taken to be the config's (cni#895); the result must parse in its version.
 pub fn parse_result(stdout: &[u8], config_version: &str) -> Result<Value, ExecError> {
     let v: Value = serde_json::from_slice(stdout)
         .map_err(|e| ExecError::BadResult(format!("failed to unmarshal raw result: {e}")))?;
@@ -252,13 +251,11 @@ pub fn parse_result(stdout: &[u8], config_version: &str) -> Result<Value, ExecEr
             config_version.to_string()
         }
     };
-    let effective = if version.is_empty() { "0.1.0" } else { version.as_str() };
-    if !spec_version::KNOWN_RESULT_VERSIONS.contains(&effective) {
-        return Err(ExecError::BadResult(format!(
-            "unsupported CNI result version {version:?}"
-        )));
-    }
-    Ok(Value::Object(obj))
+    let fixed = Value::Object(obj);
+    // Validated as libcni does (its result types reject unknown versions and bad shapes),
+    // but passed on as the plugin wrote it, so nothing the plugin said is lost.
+    cni::CniResult::from_plugin_output(&fixed, &version).map_err(|e| ExecError::BadResult(e.to_string()))?;
+    Ok(fixed)
 }
 
 #[cfg(test)]
