@@ -17,7 +17,8 @@ struct World {
     conf_dir: PathBuf,
     plugin_dir: PathBuf,
     record: PathBuf,
-    extra_path: Vec<PathBuf>,
+    /// Plugin dirs searched before the recorder and cnibox applets.
+    first_path: Vec<PathBuf>,
 }
 
 impl World {
@@ -34,13 +35,13 @@ impl World {
             conf_dir,
             plugin_dir,
             record,
-            extra_path: vec![],
+            first_path: vec![],
         }
     }
 
     fn cni_path(&self) -> String {
-        let mut dirs = vec![self.plugin_dir.clone(), self.env.bin_dir.clone()];
-        dirs.extend(self.extra_path.iter().cloned());
+        let mut dirs = self.first_path.clone();
+        dirs.extend([self.plugin_dir.clone(), self.env.bin_dir.clone()]);
         dirs.iter()
             .map(|d| d.to_str().unwrap().to_string())
             .collect::<Vec<_>>()
@@ -234,31 +235,33 @@ fn chain_of_three_add_check_del_every_version() {
     }
 }
 
-#[test]
-fn chain_with_reference_host_local() {
-    let Some(refdir) = reference_dir() else {
-        eprintln!("SKIP: the Go reference plugins are not installed in /usr/lib/cni");
-        return;
-    };
-    let mut w = World::new();
-    w.extra_path.push(refdir);
-    // The reference plugins (v1.1.1) support up to 1.0.0.
-    for version in ["0.3.1", "0.4.0", "1.0.0"] {
+/// The first address of a result in any version's shape.
+fn first_address(result: &Value) -> String {
+    let a = result["ips"][0]["address"]
+        .as_str()
+        .or_else(|| result["ip4"]["ip"].as_str());
+    a.unwrap_or_else(|| panic!("no address in {result}")).to_string()
+}
+
+/// host-local first, then two recording plugins: ADD, CHECK, DEL for each version, with the
+/// reservation checked on disk.
+fn host_local_chain(w: &World, versions: &[&str], subnet_prefix: &str) {
+    for version in versions {
         let net = format!("hl{}", version.replace('.', ""));
         let data_dir = w.env.data_dir.to_str().unwrap().to_string();
-        let ipam = json!({"type": "host-local", "subnet": "10.77.0.0/24", "dataDir": data_dir});
+        let ipam = json!({"type": "host-local", "subnet": format!("{subnet_prefix}.0/24"), "dataDir": data_dir});
         let plugins = vec![json!({"type": "host-local", "ipam": ipam}), rec("b"), rec("c")];
         w.write_conf(&format!("{net}.conflist"), &conflist(&net, version, plugins));
         let ctr = w.env.container();
         let result = w.cnitool(&["add", &net, ctr.path_str()]).run().success();
-        let ip = result["ips"][0]["address"].as_str().unwrap().to_string();
-        assert!(ip.starts_with("10.77.0."), "{result}");
+        let ip = first_address(&result);
+        assert!(ip.starts_with(&format!("{subnet_prefix}.")), "{version}: {result}");
         let adds = w.take_records();
         assert_eq!(tags(&adds), ["ADD:b", "ADD:c"]);
-        assert_eq!(adds[0]["conf"]["prevResult"]["ips"][0]["address"], ip.as_str());
+        assert_eq!(first_address(&adds[0]["conf"]["prevResult"]), ip, "{version}");
         let store = w.env.store(&net);
         let addr = ip.split('/').next().unwrap();
-        assert!(store.contains_key(addr), "{store:?}");
+        assert!(store.contains_key(addr), "{version}: {store:?}");
         if at_least(version, "0.4.0") {
             w.cnitool(&["check", &net, ctr.path_str()]).run().success();
             assert_eq!(tags(&w.take_records()), ["CHECK:b", "CHECK:c"]);
@@ -267,9 +270,60 @@ fn chain_with_reference_host_local() {
         assert_eq!(tags(&w.take_records()), ["DEL:c", "DEL:b"]);
         assert!(
             !w.env.store(&net).contains_key(addr),
-            "host-local did not release {addr}"
+            "{version}: host-local did not release {addr}"
         );
     }
+}
+
+#[test]
+fn chain_with_cnibox_host_local() {
+    let w = World::new();
+    assert!(
+        w.env.bin_dir.join("host-local").exists(),
+        "cnibox has no host-local applet"
+    );
+    host_local_chain(&w, ALL_VERSIONS, "10.78.0");
+}
+
+#[test]
+fn chain_with_reference_host_local() {
+    let Some(refdir) = reference_dir() else {
+        eprintln!("SKIP: the Go reference plugins are not installed in /usr/lib/cni");
+        return;
+    };
+    let mut w = World::new();
+    // Ahead of cnibox's own applets in CNI_PATH.
+    w.first_path.push(refdir);
+    // The reference plugins (v1.1.1) support up to 1.0.0.
+    host_local_chain(&w, &["0.3.1", "0.4.0", "1.0.0"], "10.77.0");
+}
+
+#[test]
+fn gc_releases_host_local_reservations_of_stale_attachments() {
+    let w = World::new();
+    let data_dir = w.env.data_dir.to_str().unwrap().to_string();
+    let ipam = json!({"type": "host-local", "subnet": "10.79.0.0/24", "dataDir": data_dir});
+    w.write_conf(
+        "hgc.conflist",
+        &conflist(
+            "hgc",
+            "1.1.0",
+            vec![json!({"type": "host-local", "ipam": ipam}), rec("b")],
+        ),
+    );
+    let mut ips = vec![];
+    for cid in ["keep", "stale"] {
+        let r = w
+            .cnitool(&["add", "hgc", "/run/netns/x", "--container-id", cid])
+            .run()
+            .success();
+        ips.push(first_address(&r).split('/').next().unwrap().to_string());
+    }
+    w.cnitool(&["status", "hgc"]).run().success();
+    w.cnitool(&["gc", "hgc", "--keep", "keep:eth0"]).run().success();
+    let store = w.env.store("hgc");
+    assert!(store.contains_key(&ips[0]), "GC released a kept address: {store:?}");
+    assert!(!store.contains_key(&ips[1]), "GC kept a stale address: {store:?}");
 }
 
 #[test]
