@@ -24,6 +24,16 @@ pub struct Applet {
 /// in-process IPAM delegation all read it.
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
+    Applet {
+        name: "host-local",
+        summary: "host-local IPAM: addresses from ranges, kept on disk",
+        kind: Kind::Plugin(&crate::ipam::HostLocal),
+    },
+    Applet {
+        name: "cnitool",
+        summary: "run network configs (add, check, del, status, gc, sandbox-status)",
+        kind: Kind::Tool(crate::runtime::cnitool::main),
+    },
 ];
 
 /// The name the binary itself goes by.
