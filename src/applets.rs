@@ -34,6 +34,16 @@ pub static APPLETS: &[Applet] = &[
         summary: "run network configs (add, check, del, status, gc, sandbox-status)",
         kind: Kind::Tool(crate::runtime::cnitool::main),
     },
+    Applet {
+        name: "oci-hook",
+        summary: "OCI runtime hook: add at createRuntime, del at poststop (OCI state on stdin)",
+        kind: Kind::Tool(crate::hook::run::main),
+    },
+    Applet {
+        name: "oci-wrap",
+        summary: "wrap an OCI runtime (runc, crun) so created containers get the hooks",
+        kind: Kind::Tool(crate::hook::wrap::main),
+    },
 ];
 
 /// The name the binary itself goes by.
