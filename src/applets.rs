@@ -24,6 +24,11 @@ pub struct Applet {
 /// in-process IPAM delegation all read it.
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
+    Applet {
+        name: "host-local",
+        summary: "host-local IPAM: addresses from ranges, kept on disk",
+        kind: Kind::Plugin(&crate::ipam::HostLocal),
+    },
 ];
 
 /// The name the binary itself goes by.

@@ -1,1 +1,200 @@
-//! TODO(stage0): filled by the host-local work.
+//! host-local IPAM: addresses from configured ranges, reservations kept on disk in the
+//! reference's format (see [`store`]), with an owner index that makes ADD/DEL independent
+//! of the number of reservations (see [`index`]).
+pub mod allocator;
+pub mod config;
+pub mod index;
+pub mod range;
+pub mod range_set;
+pub mod resolv;
+pub mod store;
+
+use crate::cni::error::code;
+use crate::cni::result::{Dns, IpConfig};
+use crate::cni::{CniResult, Error, Plugin, Request};
+use allocator::Reservations;
+use config::Config;
+use ipnetwork::IpNetwork;
+use std::net::IpAddr;
+use store::Store;
+
+pub struct HostLocal;
+
+/// The plugin config plus `CNI_ARGS`' `IP`.
+fn load(req: &Request) -> Result<Config, Error> {
+    let pairs = crate::cni::args::parse(&req.args, &["IP"])?;
+    let env_ip = crate::cni::args::get(&pairs, "IP");
+    Config::load(&req.config, env_ip).map_err(Error::internal)
+}
+
+/// The store seen by the allocator for one owner.
+struct Owned<'a> {
+    store: &'a mut Store,
+    id: &'a str,
+    ifname: &'a str,
+}
+
+impl Reservations for Owned<'_> {
+    fn reserve(&mut self, ip: IpAddr, set: usize) -> Result<bool, String> {
+        self.store.reserve(self.id, self.ifname, ip, set).map_err(|e| e.0)
+    }
+    fn last_reserved(&self, set: usize) -> Option<IpAddr> {
+        self.store.last_reserved(set)
+    }
+    fn held(&mut self) -> Result<Vec<IpAddr>, String> {
+        self.store.held_by(self.id, self.ifname).map_err(|e| e.0)
+    }
+}
+
+fn allocate_all(conf: &Config, req: &Request, store: &mut Store) -> Result<Vec<IpConfig>, Error> {
+    let (id, ifname) = (req.container_id.as_str(), req.ifname.as_str());
+    let mut requested = conf.requested.clone();
+    let mut taken: Vec<IpAddr> = vec![];
+    let mut ips = vec![];
+    for (idx, set) in conf.ranges.iter().enumerate() {
+        let wanted = requested
+            .iter()
+            .position(|ip| set.contains(*ip))
+            .map(|i| requested.remove(i));
+        let mut owned = Owned { store, id, ifname };
+        match allocator::allocate(set, idx, id, wanted, &mut owned) {
+            Ok(a) => {
+                taken.push(a.ip);
+                let address = IpNetwork::new(a.ip, a.prefix).map_err(Error::internal)?;
+                ips.push(IpConfig {
+                    interface: None,
+                    address,
+                    gateway: Some(a.gateway),
+                });
+            }
+            Err(e) => {
+                let _ = store.release_ips(id, ifname, &taken);
+                return Err(Error::internal(format!("failed to allocate for range {idx}: {e}")));
+            }
+        }
+    }
+    if !requested.is_empty() {
+        let _ = store.release_ips(id, ifname, &taken);
+        let list: Vec<String> = requested.iter().map(|ip| ip.to_string()).collect();
+        return Err(Error::internal(format!(
+            "failed to allocate all requested IPs: {}",
+            list.join(" ")
+        )));
+    }
+    Ok(ips)
+}
+
+/// Any address of the set left? (existence checks only, from the round-robin start)
+fn set_has_free(dir: &std::path::Path, set: &range_set::RangeSet, idx: usize) -> bool {
+    let last = std::fs::read_to_string(dir.join(format!("{}{idx}", store::LAST_RESERVED_PREFIX)))
+        .ok()
+        .and_then(|s| range::parse_ip(&s));
+    allocator::RangeIter::new(set, last).any(|(ip, _)| std::fs::symlink_metadata(dir.join(ip.to_string())).is_err())
+}
+
+impl Plugin for HostLocal {
+    fn about(&self) -> &'static str {
+        concat!("host-local plugin cnibox ", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        let conf = load(req)?;
+        let dns = match &conf.resolv_conf {
+            Some(path) => resolv::read(path).map_err(Error::internal)?,
+            None => Dns::default(),
+        };
+        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let ips = allocate_all(&conf, req, &mut store)?;
+        store.finish().map_err(Error::internal)?;
+        Ok(CniResult {
+            cni_version: req.cni_version.clone(),
+            interfaces: vec![],
+            ips,
+            routes: conf.routes,
+            dns,
+        })
+    }
+
+    fn del(&self, req: &Request) -> Result<(), Error> {
+        let conf = load(req)?;
+        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
+        store.finish().map_err(Error::internal)
+    }
+
+    fn check(&self, req: &Request) -> Result<(), Error> {
+        let conf = load(req)?;
+        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let found = store.find(&req.container_id, &req.ifname).map_err(Error::internal)?;
+        store.finish().map_err(Error::internal)?;
+        if !found {
+            return Err(Error::internal(format!(
+                "host-local: Failed to find address added by container {}",
+                req.container_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Ready when the network's data dir is writable and every range set has a free address
+    /// (an ADD needs one address from each set).
+    fn status(&self, req: &Request) -> Result<(), Error> {
+        let conf = load(req)?;
+        store::check_network_name(&conf.name).map_err(Error::internal)?;
+        let dir = conf.data_dir.join(&conf.name);
+        let unavailable = |why: String| Error::new(code::PLUGIN_NOT_AVAILABLE, why);
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            unavailable(format!(
+                "host-local: data dir {} is not writable: {}",
+                dir.display(),
+                resolv::go_errno_text(&e)
+            ))
+        })?;
+        let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(Error::internal)?;
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(unavailable(format!(
+                "host-local: data dir {} is not writable: {}",
+                dir.display(),
+                resolv::go_errno_text(&e)
+            )));
+        }
+        for (idx, set) in conf.ranges.iter().enumerate() {
+            if !set_has_free(&dir, set, idx) {
+                return Err(unavailable(format!(
+                    "host-local: no IP addresses available in range set: {set}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Release every reservation whose attachment is not in `cni.dev/valid-attachments`.
+    fn gc(&self, req: &Request) -> Result<(), Error> {
+        let conf = load(req)?;
+        let Some(list) = req.config.get("cni.dev/valid-attachments") else {
+            // without the list nothing can be judged stale; releasing all would be a guess
+            return Ok(());
+        };
+        let list = list
+            .as_array()
+            .ok_or_else(|| Error::new(code::DECODING_FAILURE, "cni.dev/valid-attachments must be a list"))?;
+        let mut valid = vec![];
+        for a in list {
+            let id = a.get("containerID").and_then(|v| v.as_str());
+            let ifname = a.get("ifname").and_then(|v| v.as_str());
+            match (id, ifname) {
+                (Some(id), Some(ifname)) => valid.push((id.to_string(), ifname.to_string())),
+                _ => {
+                    return Err(Error::new(
+                        code::DECODING_FAILURE,
+                        format!("cni.dev/valid-attachments: entry {a} needs string containerID and ifname"),
+                    ))
+                }
+            }
+        }
+        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        store.gc(&valid).map_err(Error::internal)?;
+        store.finish().map_err(Error::internal)
+    }
+}

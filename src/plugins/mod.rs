@@ -1,1 +1,2 @@
-//! TODO(stage0): bridge, veth, macvlan.
+//! The plugin applets: bridge, veth (alias ptp) and macvlan, and what they share.
+pub mod ipmasq;

@@ -1,0 +1,486 @@
+//! The host-local configuration: the whole plugin config on stdin (`ipam`, plus the top-level
+//! `runtimeConfig` and `args`), turned into validated range sets and requested addresses.
+//!
+//! Every message and the order of checks follow the reference's `LoadIPAMConfig`.
+use super::range::{canonical, parse_ip, RawRange, RawSubnet};
+use super::range_set::RangeSet;
+use crate::cni::result::Route;
+use ipnetwork::IpNetwork;
+use serde_json::Value;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
+
+/// The config is unusable; the message is the reference's (the plugin reports code 999).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err(msg: impl Into<String>) -> ConfigError {
+    ConfigError(msg.into())
+}
+
+/// A validated host-local configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub name: String,
+    pub cni_version: String,
+    /// Final order: `runtimeConfig.ipRanges`, the legacy top-level range, `ipam.ranges`.
+    pub ranges: Vec<RangeSet>,
+    pub routes: Vec<Route>,
+    pub data_dir: PathBuf,
+    pub resolv_conf: Option<String>,
+    /// `CNI_ARGS IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; canonical, no duplicates.
+    pub requested: Vec<IpAddr>,
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_error(v: &Value, field: &str, go_type: &str) -> ConfigError {
+    err(format!(
+        "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
+        kind(v)
+    ))
+}
+
+/// A string member; absent and `null` are both "not set".
+fn opt_str<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a str>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(type_error(v, field, "string")),
+    }
+}
+
+fn opt_array<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a Vec<Value>>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(v) => Err(type_error(v, field, "array")),
+    }
+}
+
+/// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
+fn opt_ip(obj: &Value, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
+    match opt_str(obj, key, field)? {
+        None | Some("") => Ok(None),
+        Some(s) => parse_ip(s)
+            .map(Some)
+            .ok_or_else(|| err(format!("invalid IP address: {s}"))),
+    }
+}
+
+/// A requested address (`ip.IP`): `ip` or `ip/prefix`, the prefix is ignored.
+pub fn parse_requested(s: &str) -> Result<IpAddr, ConfigError> {
+    let bad = || err(format!("invalid IP address {s}"));
+    match s.split_once('/') {
+        Some(_) => RawSubnet::parse(s).map(|n| canonical(n.ip)).map_err(|_| bad()),
+        None => parse_ip(s).ok_or_else(bad),
+    }
+}
+
+fn parse_requested_list(list: Option<&Vec<Value>>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
+    let mut out = vec![];
+    for v in list.into_iter().flatten() {
+        match v {
+            Value::String(s) => out.push(parse_requested(s)?),
+            Value::Null => {}
+            other => return Err(type_error(other, field, "ip.IP")),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_range(obj: &Value, field: &str) -> Result<RawRange, ConfigError> {
+    if !obj.is_object() {
+        return Err(type_error(obj, field, "allocator.Range"));
+    }
+    let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
+        None => None,
+        Some(s) => Some(RawSubnet::parse(s).map_err(|e| err(e.0))?),
+    };
+    Ok(RawRange {
+        subnet,
+        range_start: opt_ip(obj, "rangeStart", &format!("{field}.rangeStart"))?,
+        range_end: opt_ip(obj, "rangeEnd", &format!("{field}.rangeEnd"))?,
+        gateway: opt_ip(obj, "gateway", &format!("{field}.gateway"))?,
+    })
+}
+
+/// `[[Range]]`.
+fn parse_range_sets(list: Option<&Vec<Value>>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+    let mut sets = vec![];
+    for set in list.into_iter().flatten() {
+        match set {
+            Value::Array(ranges) => sets.push(ranges.iter().map(|r| parse_range(r, field)).collect::<Result<_, _>>()?),
+            Value::Null => sets.push(vec![]),
+            other => return Err(type_error(other, field, "allocator.RangeSet")),
+        }
+    }
+    Ok(sets)
+}
+
+fn opt_u32(obj: &Value, key: &str) -> Result<Option<u32>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| type_error(v, &format!("Route.{key}"), "int")),
+    }
+}
+
+fn parse_routes(list: Option<&Vec<Value>>) -> Result<Vec<Route>, ConfigError> {
+    let mut routes = vec![];
+    for r in list.into_iter().flatten() {
+        if r.is_null() {
+            continue;
+        }
+        if !r.is_object() {
+            return Err(type_error(r, "IPAMConfig.routes", "types.Route"));
+        }
+        let dst = opt_str(r, "dst", "Route.dst")?.unwrap_or("");
+        let net = RawSubnet::parse(dst).map_err(|e| err(e.0))?;
+        let dst = IpNetwork::new(
+            canonical(net.ip),
+            if canonical(net.ip) != net.ip {
+                net.prefix.saturating_sub(96)
+            } else {
+                net.prefix
+            },
+        )
+        .map_err(|e| err(format!("invalid CIDR address: {dst}: {e}")))?;
+        let scope = opt_u32(r, "scope")?;
+        routes.push(Route {
+            dst,
+            gw: opt_ip(r, "gw", "Route.gw")?,
+            mtu: opt_u32(r, "mtu")?.filter(|&v| v != 0),
+            advmss: opt_u32(r, "advmss")?.filter(|&v| v != 0),
+            priority: opt_u32(r, "priority")?.filter(|&v| v != 0),
+            table: opt_u32(r, "table")?,
+            scope: scope
+                .map(|s| u8::try_from(s).map_err(|_| err(format!("invalid route scope {s}"))))
+                .transpose()?,
+        });
+    }
+    Ok(routes)
+}
+
+/// `a >= b` for `x.y.z` versions; an unparsable version is never "at least" anything, as
+/// with Go's `version.GreaterThanOrEqualTo`.
+fn version_at_least(a: &str, b: &str) -> bool {
+    fn parse(v: &str) -> Option<(u64, u64, u64)> {
+        let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
+        let t = (it.next()??, it.next()??, it.next()??);
+        it.next().is_none().then_some(t)
+    }
+    matches!((parse(a), parse(b)), (Some(x), Some(y)) if x >= y)
+}
+
+impl Config {
+    /// Load from the plugin config. `env_ip` is `CNI_ARGS`' `IP` value, if given.
+    pub fn load(conf: &Value, env_ip: Option<&str>) -> Result<Config, ConfigError> {
+        let name = opt_str(conf, "name", "Net.name")?.unwrap_or_default().to_string();
+        let cni_version = opt_str(conf, "cniVersion", "Net.cniVersion")?
+            .unwrap_or_default()
+            .to_string();
+        let empty = Value::Null;
+        let runtime = conf.get("runtimeConfig").unwrap_or(&empty);
+        let runtime_ranges = parse_range_sets(opt_array(runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
+        let runtime_ips = parse_requested_list(opt_array(runtime, "ips", "ips")?, "ips")?;
+        let args_ips = match conf.get("args").and_then(|a| a.get("cni")) {
+            Some(cni) => parse_requested_list(opt_array(cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
+            None => vec![],
+        };
+        let ipam = match conf.get("ipam") {
+            None | Some(Value::Null) => return Err(err("IPAM config missing 'ipam' key")),
+            Some(v) if !v.is_object() => return Err(type_error(v, "Net.ipam", "allocator.IPAMConfig")),
+            Some(v) => v,
+        };
+        let legacy = parse_range(ipam, "IPAMConfig")?;
+        let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
+        let routes = parse_routes(opt_array(ipam, "routes", "IPAMConfig.routes")?)?;
+        let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.dataDir")? {
+            None | Some("") => PathBuf::from(DEFAULT_DATA_DIR),
+            Some(d) => PathBuf::from(d),
+        };
+        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?
+            .filter(|s| !s.is_empty())
+            .map(String::from);
+
+        let mut requested: Vec<IpAddr> = vec![];
+        let env_ip = match env_ip {
+            // Go's ip.IP leaves an empty value unset
+            Some("") | None => None,
+            Some(s) => Some(
+                parse_requested(s).map_err(|e| err(format!("ARGS: error parsing value of pair \"IP={s}\": {e}")))?,
+            ),
+        };
+        for ip in env_ip.into_iter().chain(args_ips).chain(runtime_ips) {
+            if !requested.contains(&ip) {
+                requested.push(ip);
+            }
+        }
+
+        let mut raw_sets = runtime_ranges;
+        if legacy.subnet.is_some() {
+            raw_sets.push(vec![legacy]);
+        }
+        raw_sets.extend(ipam_ranges);
+        if raw_sets.is_empty() {
+            return Err(err("no IP ranges specified"));
+        }
+        let mut ranges = Vec::with_capacity(raw_sets.len());
+        for (i, raw) in raw_sets.iter().enumerate() {
+            ranges.push(RangeSet::canonicalize(raw).map_err(|e| err(format!("invalid range set {i}: {e}")))?);
+        }
+        let v4 = ranges.iter().filter(|s| s.is_ipv4()).count();
+        if (v4 > 1 || ranges.len() - v4 > 1) && !version_at_least(&cni_version, "0.3.0") {
+            return Err(err(format!(
+                "CNI version {cni_version} does not support more than 1 address per family"
+            )));
+        }
+        for (i, a) in ranges.iter().enumerate() {
+            for (j, b) in ranges.iter().enumerate().skip(i + 1) {
+                if a.overlaps(b) {
+                    return Err(err(format!("range set {i} overlaps with {j}")));
+                }
+            }
+        }
+        Ok(Config {
+            name,
+            cni_version,
+            ranges,
+            routes,
+            data_dir,
+            resolv_conf,
+            requested,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load(v: Value) -> Result<Config, String> {
+        Config::load(&v, None).map_err(|e| e.0)
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn old_style_config() {
+        let c = load(json!({"cniVersion":"0.3.1","name":"mynet","ipam":{"type":"host-local",
+            "subnet":"10.1.2.0/24","dataDir":"/tmp/x","resolvConf":"/etc/resolv.conf",
+            "routes":[{"dst":"0.0.0.0/0","gw":"10.1.2.1"}]}}))
+        .unwrap();
+        assert_eq!(c.ranges.len(), 1);
+        let r = &c.ranges[0].0[0];
+        assert_eq!(
+            (r.start, r.end, r.gateway),
+            (ip("10.1.2.1"), ip("10.1.2.254"), ip("10.1.2.1"))
+        );
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.resolv_conf.as_deref(), Some("/etc/resolv.conf"));
+        assert_eq!(c.routes.len(), 1);
+        assert_eq!(c.routes[0].dst.to_string(), "0.0.0.0/0");
+        assert_eq!(c.routes[0].gw, Some(ip("10.1.2.1")));
+        assert_eq!(c.name, "mynet");
+    }
+
+    #[test]
+    fn new_style_config_and_defaults() {
+        let c = load(json!({"cniVersion":"0.3.1","name":"n","ipam":{"ranges":[
+            [{"subnet":"10.1.2.0/24"},{"subnet":"10.2.2.0/24","rangeStart":"10.2.2.100","rangeEnd":"10.2.2.200","gateway":"10.2.2.1"}],
+            [{"subnet":"2001:db8:1::/64"}]]}}))
+        .unwrap();
+        assert_eq!(c.ranges.len(), 2);
+        assert_eq!(c.ranges[0].to_string(), "10.1.2.1-10.1.2.254,10.2.2.100-10.2.2.200");
+        assert_eq!(
+            c.ranges[1].to_string(),
+            "2001:db8:1::1-2001:db8:1:0:ffff:ffff:ffff:ffff"
+        );
+        assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(c.resolv_conf, None);
+    }
+
+    #[test]
+    fn mixed_config_with_runtime_ranges_in_order() {
+        let c = load(json!({"cniVersion":"0.3.1","name":"n",
+            "runtimeConfig":{"ipRanges":[[{"subnet":"10.3.0.0/24"}]]},
+            "ipam":{"subnet":"10.1.0.0/24","ranges":[[{"subnet":"10.2.0.0/24"}]]}}))
+        .unwrap();
+        let order: Vec<String> = c.ranges.iter().map(|s| s.0[0].network.to_string()).collect();
+        assert_eq!(order, ["10.3.0.0", "10.1.0.0", "10.2.0.0"]);
+    }
+
+    #[test]
+    fn requested_ips_from_env_args_and_runtime_config() {
+        let conf = json!({"cniVersion":"0.3.1","name":"n",
+            "args":{"cni":{"ips":["10.1.2.11","10.1.2.12/24","10.1.2.10"]}},
+            "runtimeConfig":{"ips":["10.1.2.13/24","2001:db8::5"]},
+            "ipam":{"subnet":"10.1.2.0/24"}});
+        let c = Config::load(&conf, Some("10.1.2.10/24")).unwrap();
+        let want: Vec<IpAddr> = ["10.1.2.10", "10.1.2.11", "10.1.2.12", "10.1.2.13", "2001:db8::5"]
+            .map(ip)
+            .to_vec();
+        assert_eq!(
+            c.requested, want,
+            "env first, then args, then runtimeConfig; duplicates collapse"
+        );
+        let c = Config::load(&conf, Some("")).unwrap();
+        assert_eq!(c.requested[0], ip("10.1.2.11"), "empty IP= is unset");
+    }
+
+    #[test]
+    fn requested_ip_errors() {
+        let conf = json!({"name":"n","ipam":{"subnet":"10.1.2.0/24"}});
+        assert_eq!(
+            Config::load(&conf, Some("bogus")).unwrap_err().0,
+            "ARGS: error parsing value of pair \"IP=bogus\": invalid IP address bogus"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24"},"runtimeConfig":{"ips":["bogus/3"]}})).unwrap_err(),
+            "invalid IP address bogus/3"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24"},"args":{"cni":{"ips":["x"]}}})).unwrap_err(),
+            "invalid IP address x"
+        );
+    }
+
+    #[test]
+    fn missing_ipam_and_no_ranges() {
+        assert_eq!(load(json!({"name":"n"})).unwrap_err(), "IPAM config missing 'ipam' key");
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"type":"host-local"}})).unwrap_err(),
+            "no IP ranges specified"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[]}})).unwrap_err(),
+            "no IP ranges specified"
+        );
+    }
+
+    #[test]
+    fn range_validation_is_prefixed_with_the_set_index() {
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24"}],[{"subnet":"10.1.3.5/24"}]]}})).unwrap_err(),
+            "invalid range set 1: Network has host bits set. For a subnet mask of length 24 the network address is 10.1.3.0"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[[]]}})).unwrap_err(),
+            "invalid range set 0: empty range set"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/16"},{"subnet":"2001::/64"}]]}}))
+                .unwrap_err(),
+            "invalid range set 0: mixed address families"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/22"},{"subnet":"10.1.2.0/24"}]]}}))
+                .unwrap_err(),
+            "invalid range set 0: subnets 10.1.0.1-10.1.3.254 and 10.1.2.1-10.1.2.254 overlap"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"ranges":[[{"rangeStart":"10.1.2.3"}]]}})).unwrap_err(),
+            "invalid range set 0: IP <nil> not v4 nor v6"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24","rangeStart":"10.1.2.9","rangeEnd":"10.1.2.5"}}))
+                .unwrap_err(),
+            "invalid range set 0: RangeStart 10.1.2.9 not in network 10.1.2.0/24"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24","rangeEnd":"10.1.3.5"}})).unwrap_err(),
+            "invalid range set 0: RangeEnd 10.1.3.5 not in network 10.1.2.0/24"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/32"}})).unwrap_err(),
+            "invalid range set 0: Network 10.1.2.0/32 too small to allocate from"
+        );
+    }
+
+    #[test]
+    fn decode_errors() {
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0"}})).unwrap_err(),
+            "invalid CIDR address: 10.1.2.0"
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":""}})).unwrap_err(),
+            "invalid CIDR address: "
+        );
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24","rangeStart":"bogus"}})).unwrap_err(),
+            "invalid IP address: bogus"
+        );
+        assert!(load(json!({"name":"n","ipam":{"subnet":7}}))
+            .unwrap_err()
+            .starts_with("json: cannot unmarshal number"));
+    }
+
+    #[test]
+    fn overlap_between_sets() {
+        assert_eq!(
+            load(json!({"cniVersion":"0.3.1","name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/16"}],[{"subnet":"10.1.2.0/24"}]]}})).unwrap_err(),
+            "range set 0 overlaps with 1"
+        );
+        assert_eq!(
+            load(json!({"cniVersion":"0.3.1","name":"n","ipam":{"ranges":[[{"subnet":"10.2.0.0/16"}],[{"subnet":"10.3.0.0/16"}],[{"subnet":"10.3.2.0/24"}]]}})).unwrap_err(),
+            "range set 1 overlaps with 2"
+        );
+    }
+
+    #[test]
+    fn one_address_per_family_below_0_3_0() {
+        let two_v4 = |v: &str| json!({"cniVersion":v,"name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/16"}],[{"subnet":"10.2.0.0/16"}]]}});
+        assert_eq!(
+            load(two_v4("0.2.0")).unwrap_err(),
+            "CNI version 0.2.0 does not support more than 1 address per family"
+        );
+        assert_eq!(
+            load(two_v4("0.1.0")).unwrap_err(),
+            "CNI version 0.1.0 does not support more than 1 address per family"
+        );
+        assert!(load(two_v4("0.3.0")).is_ok());
+        let dual = json!({"cniVersion":"0.2.0","name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/16"}],[{"subnet":"2001:db8::/64"}]]}});
+        assert!(load(dual).is_ok(), "one v4 and one v6 set are fine for 0.2.0");
+    }
+
+    #[test]
+    fn routes_keep_every_field() {
+        let c = load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24","routes":[
+            {"dst":"192.168.0.0/16"},{"dst":"10.9.0.0/16","gw":"10.1.2.9","mtu":1400,"table":100,"scope":253}]}}))
+        .unwrap();
+        assert_eq!(c.routes[0].gw, None);
+        assert_eq!(c.routes[1].mtu, Some(1400));
+        assert_eq!(c.routes[1].table, Some(100));
+        assert_eq!(c.routes[1].scope, Some(253));
+        assert_eq!(
+            load(json!({"name":"n","ipam":{"subnet":"10.1.2.0/24","routes":[{"dst":"x"}]}})).unwrap_err(),
+            "invalid CIDR address: x"
+        );
+    }
+}
