@@ -140,7 +140,11 @@ fn dispatch(
 ) -> Result<(), Error> {
     let environment = match env::read(getenv) {
         Ok(e) => e,
-        Err(e) if e.code == code::INVALID_ENVIRONMENT && getenv("CNI_COMMAND").unwrap_or_default().is_empty() => {
+        Err(e)
+            if e.code == code::INVALID_ENVIRONMENT
+                && getenv("CNI_COMMAND").unwrap_or_default().is_empty()
+                && !plugin.about().is_empty() =>
+        {
             // called by hand: say what this is, as skel does
             let _ = writeln!(stderr, "{}", plugin.about());
             let _ = writeln!(
@@ -481,6 +485,31 @@ mod tests {
         let mut env = base_env("ADD");
         env.insert("CNI_COMMAND".into(), String::new());
         assert_eq!(call_env(&p, &env, b"").code, 0);
+    }
+
+    #[test]
+    fn no_about_text_means_the_missing_command_is_an_error() {
+        struct Mute;
+        impl Plugin for Mute {
+            fn about(&self) -> &'static str {
+                ""
+            }
+            fn add(&self, _: &Request) -> Result<CniResult, Error> {
+                unreachable!("not called")
+            }
+            fn del(&self, _: &Request) -> Result<(), Error> {
+                unreachable!("not called")
+            }
+            fn check(&self, _: &Request) -> Result<(), Error> {
+                unreachable!("not called")
+            }
+        }
+        let out = call_env(&Mute, &HashMap::new(), b"");
+        assert_eq!(
+            out.error(),
+            (4, "required env variables [CNI_COMMAND] missing".into(), String::new())
+        );
+        assert_eq!(out.stderr, "");
     }
 
     #[test]
