@@ -67,6 +67,34 @@ pub struct Request {
     pub cni_version: String,
 }
 
+impl Request {
+    /// A request for `command` with `config` as stdin and no environment beyond it: name and
+    /// version come from the config (`""` or absent version: 0.1.0). For calling a plugin
+    /// directly (tests, in-process use); the entry point builds requests from the real
+    /// environment instead.
+    pub fn from_config(command: Command, config: serde_json::Value) -> Request {
+        let name = config
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let cni_version =
+            version::normalize(config.get("cniVersion").and_then(Value::as_str).unwrap_or_default()).to_string();
+        Request {
+            command,
+            container_id: String::new(),
+            netns: String::new(),
+            ifname: String::new(),
+            args: String::new(),
+            path: String::new(),
+            stdin: config.to_string().into_bytes(),
+            config,
+            name,
+            cni_version,
+        }
+    }
+}
+
 /// A CNI plugin: one method per verb. The entry point has already checked the environment,
 /// the config's name and version, and the per-verb version gates.
 pub trait Plugin: Sync {
@@ -950,6 +978,19 @@ mod tests {
         };
         let out = call(&p, "CHECK", &conf("1.0.0"));
         assert_eq!(out.error(), (999, "potato".into(), String::new()));
+    }
+
+    #[test]
+    fn request_from_config() {
+        let r = Request::from_config(Command::Check, json!({"name": "n1", "cniVersion": "0.4.0", "x": 1}));
+        assert_eq!(
+            (r.command, r.name.as_str(), r.cni_version.as_str()),
+            (Command::Check, "n1", "0.4.0")
+        );
+        assert_eq!(serde_json::from_slice::<Value>(&r.stdin).unwrap(), r.config);
+        let r = Request::from_config(Command::Add, json!({"name": "n1"}));
+        assert_eq!(r.cni_version, "0.1.0");
+        assert_eq!(r.container_id, "");
     }
 
     #[test]
