@@ -184,11 +184,9 @@ fn dispatch(
         }
         Err(e) => return Err(e),
     };
+    // VERSION needs no config: stdin is not even read
     if environment.command == "VERSION" {
-        return stdout
-            .write_all(version::version_reply().as_bytes())
-            .and_then(|_| stdout.flush())
-            .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")));
+        return write_version(stdout);
     }
 
     let stdin_bytes = read_stdin(stdin)?;
@@ -211,7 +209,7 @@ fn dispatch(
         Command::Check => version::check_verb(&conf_version, "CHECK", version::CHECK_MIN)?,
         Command::Status => version::check_verb(&conf_version, "STATUS", version::STATUS_GC_MIN)?,
         Command::Gc => version::check_verb(&conf_version, "GC", version::STATUS_GC_MIN)?,
-        Command::Version => unreachable!("VERSION is answered before stdin is read"),
+        Command::Version => {}
     }
     if matches!(command, Command::Add | Command::Del | Command::Check)
         && !environment.netns.is_empty()
@@ -249,8 +247,15 @@ fn dispatch(
         Command::Check => plugin.check(&req),
         Command::Status => plugin.status(&req),
         Command::Gc => plugin.gc(&req),
-        Command::Version => unreachable!("VERSION is answered before stdin is read"),
+        Command::Version => write_version(stdout),
     }
+}
+
+fn write_version(stdout: &mut dyn Write) -> Result<(), Error> {
+    stdout
+        .write_all(version::version_reply().as_bytes())
+        .and_then(|_| stdout.flush())
+        .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")))
 }
 
 fn remember_version(slot: &mut Option<String>, v: &str) {
