@@ -29,6 +29,11 @@ pub static APPLETS: &[Applet] = &[
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),
     },
+    Applet {
+        name: "cnitool",
+        summary: "run network configs (add, check, del, status, gc, sandbox-status)",
+        kind: Kind::Tool(crate::runtime::cnitool::main),
+    },
 ];
 
 /// The name the binary itself goes by.

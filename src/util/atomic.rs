@@ -11,10 +11,16 @@ static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// rename it over `path`, then fsync the directory so the rename itself is durable.
 /// Errors name the file and the step.
 pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{}: not a file path", path.display())))?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file path", path.display()),
+        )
+    })?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     // pid + counter: concurrent writers (processes or threads) never share a temp file.
@@ -33,9 +39,8 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
         f.write_all(data).map_err(|e| step("write", e))?;
         f.sync_all().map_err(|e| step("fsync", e))?;
         drop(f);
-        std::fs::rename(&tmp, path).map_err(|e| {
-            io::Error::new(e.kind(), format!("rename {} to {}: {e}", tmp.display(), path.display()))
-        })?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| io::Error::new(e.kind(), format!("rename {} to {}: {e}", tmp.display(), path.display())))?;
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| io::Error::new(e.kind(), format!("fsync directory {}: {e}", dir.display())))
@@ -61,7 +66,10 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"two, longer");
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("f")]);
     }
 
@@ -71,6 +79,9 @@ mod tests {
         let p = dir.path().join("nope").join("f");
         let e = write(&p, b"x").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
-        assert!(e.to_string().contains("create ") && e.to_string().contains("nope"), "{e}");
+        assert!(
+            e.to_string().contains("create ") && e.to_string().contains("nope"),
+            "{e}"
+        );
     }
 }

@@ -61,7 +61,11 @@ pub fn decode(text: &str) -> Result<Vec<u8>, DecodeError> {
     let groups = bytes.len() / 4;
     for (g, quad) in bytes.chunks_exact(4).enumerate() {
         let last = g + 1 == groups;
-        let pad = if last { quad.iter().rev().take_while(|&&c| c == b'=').count() } else { 0 };
+        let pad = if last {
+            quad.iter().rev().take_while(|&&c| c == b'=').count()
+        } else {
+            0
+        };
         if pad > 2 {
             return Err(DecodeError::Byte(g * 4 + 4 - pad));
         }
@@ -120,6 +124,9 @@ mod tests {
         assert_eq!(decode("Z==="), Err(DecodeError::Byte(1)));
         // "Zh==" decodes to 'f' with a stray bit under the padding.
         assert_eq!(decode("Zh=="), Err(DecodeError::Byte(1)));
-        assert_eq!(decode("Zm 9").unwrap_err().to_string(), "illegal base64 data at input byte 2");
+        assert_eq!(
+            decode("Zm 9").unwrap_err().to_string(),
+            "illegal base64 data at input byte 2"
+        );
     }
 }

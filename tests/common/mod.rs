@@ -215,6 +215,12 @@ impl TestEnv {
         Call::new(self.bin_dir.join(applet), &self.host, self.bin_dir.to_str().unwrap())
     }
 
+    /// A run of cnibox's tool applet `name` (e.g. `cnitool`) inside the host namespace; add
+    /// arguments with `.args(…)` and variables with `.env(…)`.
+    pub fn tool(&self, name: &str) -> Call {
+        self.call(name)
+    }
+
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
     /// reference dir as CNI_PATH so it delegates to the reference host-local).
     pub fn reference(&self, plugin: &str) -> Option<Call> {
@@ -246,6 +252,7 @@ pub struct Call {
     program: PathBuf,
     ns_path: PathBuf,
     env: BTreeMap<String, String>,
+    args: Vec<String>,
     stdin: Vec<u8>,
 }
 
@@ -294,8 +301,15 @@ impl Call {
             program,
             ns_path: host.path.clone(),
             env,
+            args: vec![],
             stdin: vec![],
         }
+    }
+
+    /// Command-line arguments (for tools such as `cnitool`).
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
     }
 
     pub fn env(mut self, k: &str, v: &str) -> Self {
@@ -328,6 +342,7 @@ impl Call {
         use std::io::Write;
         let fd = File::open(&self.ns_path).unwrap();
         let mut c = Command::new(&self.program);
+        c.args(&self.args);
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(&self.env);
