@@ -270,21 +270,9 @@ fn attachment_cmd(
 
 /// Entry point: `args` are the arguments after the applet name.
 pub fn main(args: &[OsString]) -> i32 {
-    let strs: Vec<&str> = match args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() {
-        Some(s) => s,
-        None => return fail("arguments must be UTF-8"),
-    };
-    let cli = match Cli::from_args(&["cnitool"], &strs) {
+    let cli: Cli = match crate::applets::parse_args("cnitool", args) {
         Ok(c) => c,
-        Err(e) => {
-            return if e.status.is_ok() {
-                print!("{}", e.output);
-                0
-            } else {
-                eprint!("{}", e.output);
-                2
-            }
-        }
+        Err(code) => return code,
     };
     let rt = runtime_from_env();
     let with_list = |name: &str, f: &dyn Fn(&NetworkList) -> i32| match rt.load_network(name) {

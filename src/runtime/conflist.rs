@@ -299,6 +299,18 @@ fn list_from_file(path: &Path) -> Result<NetworkList, ConfError> {
     Ok(list)
 }
 
+/// The first network in `dir`: the first `.conflist` in name order, else the first
+/// `.conf`/`.json` file (wrapped into a list), as runtimes pick their default network.
+pub fn first(dir: &Path) -> Result<NetworkList, ConfError> {
+    if let Some(path) = files_with(dir, &["conflist"])?.first() {
+        return list_from_file(path);
+    }
+    if let Some(path) = files_with(dir, &["conf", "json"])?.first() {
+        return NetworkList::from_plugin_bytes(&read_file(path)?).map_err(|e| in_file(path, e));
+    }
+    Err(ConfError::NoConfigs { dir: dir.to_path_buf() })
+}
+
 /// Find network `name` in `dir` (`LoadConfList`): the `.conflist` files in name order, then
 /// the `.conf`/`.json` single-plugin files. As in libcni, a file that does not parse is an
 /// error, not skipped.
