@@ -126,18 +126,10 @@ fn read_bool(obj: &Map<String, Value>, key: &str) -> Result<bool, ConfError> {
             "false" => Ok(false),
             other => Err(parse_err(format!("invalid value {other:?} for {key}"))),
         },
-        Some(other) => Err(parse_err(format!("invalid type {} for {key}", json_type(other)))),
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+        Some(other) => Err(parse_err(format!(
+            "invalid type {} for {key}",
+            crate::cni::json::kind(other)
+        ))),
     }
 }
 
@@ -147,19 +139,27 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
     let version = match obj.get("cniVersion") {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(parse_err(format!("invalid cniVersion type {}", json_type(other)))),
+        Some(other) => {
+            return Err(parse_err(format!(
+                "invalid cniVersion type {}",
+                crate::cni::json::kind(other)
+            )))
+        }
     };
     let Some(raw) = obj.get("cniVersions") else {
         return Ok(version);
     };
     let list = raw
         .as_array()
-        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", json_type(raw))))?;
+        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", crate::cni::json::kind(raw))))?;
     let mut candidates = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let s = v
-            .as_str()
-            .ok_or_else(|| parse_err(format!("invalid type for cniVersions index {i}: {}", json_type(v))))?;
+        let s = v.as_str().ok_or_else(|| {
+            parse_err(format!(
+                "invalid type for cniVersions index {i}: {}",
+                crate::cni::json::kind(v)
+            ))
+        })?;
         let parsed =
             version::parse(s).map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
         if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
@@ -185,11 +185,16 @@ impl NetworkList {
         let v: Value = serde_json::from_slice(bytes).map_err(parse_err)?;
         let obj = v
             .as_object()
-            .ok_or_else(|| parse_err(format!("expected an object, got {}", json_type(&v))))?;
+            .ok_or_else(|| parse_err(format!("expected an object, got {}", crate::cni::json::kind(&v))))?;
         let name = match obj.get("name") {
             None => return Err(parse_err("no name")),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(parse_err(format!("invalid name type {}", json_type(other)))),
+            Some(other) => {
+                return Err(parse_err(format!(
+                    "invalid name type {}",
+                    crate::cni::json::kind(other)
+                )))
+            }
         };
         let cni_version = select_version(obj)?;
         let disable_check = read_bool(obj, "disableCheck")?;
@@ -201,7 +206,12 @@ impl NetworkList {
             None => return Err(parse_err("`loadOnlyInlinedPlugins` is true, and no 'plugins' key")),
             Some(Value::Array(a)) if a.is_empty() => return Err(parse_err("no plugins in list")),
             Some(Value::Array(a)) => a.clone(),
-            Some(other) => return Err(parse_err(format!("invalid 'plugins' type {}", json_type(other)))),
+            Some(other) => {
+                return Err(parse_err(format!(
+                    "invalid 'plugins' type {}",
+                    crate::cni::json::kind(other)
+                )))
+            }
         };
         let mut plugins = Vec::with_capacity(raw_plugins.len());
         for (i, p) in raw_plugins.iter().enumerate() {
