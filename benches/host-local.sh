@@ -5,11 +5,11 @@
 # timer). Reservations are pre-created directly in the reference's file format, so both
 # implementations start from byte-identical stores. This is a benchmark, not a test.
 #
-# usage: sudo benches/host-local.sh [path/to/cnibox]    (env: N=runs, STORE_SIZE=reservations)
+# usage: sudo benches/host-local.sh [path/to/cnibox]    (env: N=runs, STORE_SIZE=reservations, REF=reference binary)
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
-REF=/usr/lib/cni/host-local
+REF=${REF:-/usr/lib/cni/host-local}
 N=${N:-31}
 STORE_SIZE=${STORE_SIZE:-60000}
 
