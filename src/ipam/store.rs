@@ -98,7 +98,9 @@ pub struct Peek {
 impl Peek {
     pub fn open(data_dir: &Path, network: &str) -> Result<Peek, StoreError> {
         check_network_name(network)?;
-        Ok(Peek { dir: open_network_dir(&data_dir.join(network))? })
+        Ok(Peek {
+            dir: open_network_dir(&data_dir.join(network))?,
+        })
     }
 
     pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
@@ -108,7 +110,11 @@ impl Peek {
     /// Anything by that name (even a planted symlink) makes the address unavailable.
     pub fn is_taken(&self, ip: IpAddr) -> bool {
         !matches!(
-            nix::sys::stat::fstatat(&self.dir, ip.to_string().as_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW),
+            nix::sys::stat::fstatat(
+                &self.dir,
+                ip.to_string().as_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW
+            ),
             Err(Errno::ENOENT)
         )
     }
