@@ -1,1 +1,398 @@
-//! TODO(stage0): filled by the protocol-core work.
+//! Config pieces every plugin reads the same way: the `dns` override rule, `prevResult`,
+//! the `runtimeConfig` capabilities and `args.cni` conventions, and where a requested MAC
+//! comes from.
+use super::json;
+use super::result::Dns;
+use super::{args, CniResult, Error, Request};
+use serde_json::{Map, Value};
+
+/// The plugin config's own `dns` (absent: every field `None`). Lists keep absent (`None`)
+/// apart from empty (`Some([])`), which [`dns_override`] depends on.
+pub fn dns(config: &Value) -> Result<Dns, Error> {
+    match config.get("dns") {
+        None | Some(Value::Null) => Ok(Dns::default()),
+        Some(v) => Dns::from_json(v, "NetConf.dns"),
+    }
+}
+
+/// True when the plugin config says anything about DNS: a list is present (even empty)
+/// or the domain is non-empty.
+pub fn dns_is_set(conf_dns: &Dns) -> bool {
+    conf_dns.nameservers.is_some()
+        || conf_dns.search.is_some()
+        || conf_dns.options.is_some()
+        || conf_dns.domain.as_deref().is_some_and(|d| !d.is_empty())
+}
+
+/// The DNS of a result: the plugin's own `dns` replaces what IPAM returned only when it
+/// says anything ([`dns_is_set`]); otherwise IPAM's stays.
+pub fn dns_override(ipam_dns: &Dns, conf_dns: &Dns) -> Dns {
+    if dns_is_set(conf_dns) {
+        conf_dns.clone()
+    } else {
+        ipam_dns.clone()
+    }
+}
+
+/// `prevResult`, parsed with the config's version (`None` when absent or `null`).
+pub fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
+    let context = "could not parse prevResult";
+    match req.config.get("prevResult") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => CniResult::from_prev_result(v, &req.cni_version)
+            .map(Some)
+            .map_err(|e| e.context(context)),
+        Some(other) => Err(json::type_error(other, "NetConf.prevResult", "map[string]interface {}").context(context)),
+    }
+}
+
+/// The `ipam.type` of a plugin config; `None` when there is no IPAM section or no type
+/// (macvlan's L2 mode uses `"ipam": {}`).
+pub fn ipam_type(config: &Value) -> Result<Option<String>, Error> {
+    let Some(obj) = config.as_object() else {
+        return Ok(None);
+    };
+    let Some(ipam) = json::opt_object(obj, "ipam", "NetConf.ipam")? else {
+        return Ok(None);
+    };
+    Ok(json::opt_str(ipam, "type", "NetConf.ipam.type")?
+        .filter(|t| !t.is_empty())
+        .map(str::to_string))
+}
+
+/// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared.
+pub fn runtime_config(config: &Value) -> Result<Option<&Map<String, Value>>, Error> {
+    match config.as_object() {
+        Some(obj) => json::opt_object(obj, "runtimeConfig", "NetConf.runtimeConfig"),
+        None => Ok(None),
+    }
+}
+
+/// `runtimeConfig.ips` (the `ips` capability): `ip[/prefix]` strings, unparsed.
+pub fn runtime_ips(config: &Value) -> Result<Vec<String>, Error> {
+    match runtime_config(config)? {
+        Some(rc) => Ok(json::opt_str_list(rc, "ips", "runtimeConfig.ips")?.unwrap_or_default()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `runtimeConfig.mac` (the `mac` capability); empty counts as absent.
+pub fn runtime_mac(config: &Value) -> Result<Option<String>, Error> {
+    match runtime_config(config)? {
+        Some(rc) => non_empty(json::opt_str(rc, "mac", "runtimeConfig.mac")?),
+        None => Ok(None),
+    }
+}
+
+/// `runtimeConfig.ipRanges` (the `ipRanges` capability), raw: host-local parses range sets.
+pub fn runtime_ip_ranges(config: &Value) -> Result<Option<&Value>, Error> {
+    Ok(runtime_config(config)?
+        .and_then(|rc| rc.get("ipRanges"))
+        .filter(|v| !v.is_null()))
+}
+
+/// `args.cni` (the CONVENTIONS.md namespace for config-borne arguments).
+fn args_cni(config: &Value) -> Result<Option<&Map<String, Value>>, Error> {
+    let Some(obj) = config.as_object() else {
+        return Ok(None);
+    };
+    match json::opt_object(obj, "args", "NetConf.args")? {
+        Some(args) => json::opt_object(args, "cni", "NetConf.args.cni"),
+        None => Ok(None),
+    }
+}
+
+/// `args.cni.ips`: `ip[/prefix]` strings, unparsed.
+pub fn args_cni_ips(config: &Value) -> Result<Vec<String>, Error> {
+    match args_cni(config)? {
+        Some(a) => Ok(json::opt_str_list(a, "ips", "args.cni.ips")?.unwrap_or_default()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `args.cni.mac`; empty counts as absent.
+pub fn args_cni_mac(config: &Value) -> Result<Option<String>, Error> {
+    match args_cni(config)? {
+        Some(a) => non_empty(json::opt_str(a, "mac", "args.cni.mac")?),
+        None => Ok(None),
+    }
+}
+
+/// `MAC=` from `CNI_ARGS` (the Go plugins' `MacEnvArgs`: unknown keys are errors unless
+/// `IgnoreUnknown`); empty counts as absent.
+pub fn cni_args_mac(req: &Request) -> Result<Option<String>, Error> {
+    let pairs = args::parse(&req.args, &["MAC"])?;
+    Ok(args::get(&pairs, "MAC").filter(|m| !m.is_empty()).map(str::to_string))
+}
+
+/// The MAC the bridge plugin gives the container interface:
+/// `CNI_ARGS` `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins).
+pub fn bridge_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+    let from_env = cni_args_mac(req)?;
+    let from_args = args_cni_mac(&req.config)?;
+    let from_runtime = runtime_mac(&req.config)?;
+    Ok(from_runtime.or(from_args).or(from_env))
+}
+
+/// The MAC the macvlan plugin gives its link:
+/// config `mac` < `CNI_ARGS` `MAC` < `runtimeConfig.mac` (later wins).
+pub fn macvlan_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+    let from_config = match req.config.as_object() {
+        Some(obj) => non_empty(json::opt_str(obj, "mac", "NetConf.mac")?)?,
+        None => None,
+    };
+    let from_env = cni_args_mac(req)?;
+    let from_runtime = runtime_mac(&req.config)?;
+    Ok(from_runtime.or(from_env).or(from_config))
+}
+
+fn non_empty(s: Option<&str>) -> Result<Option<String>, Error> {
+    Ok(s.filter(|s| !s.is_empty()).map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::Command;
+    use serde_json::json;
+
+    fn req(config: Value, cni_args: &str) -> Request {
+        let cni_version = config
+            .get("cniVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("0.1.0")
+            .to_string();
+        Request {
+            command: Command::Add,
+            container_id: "c".into(),
+            netns: "/x".into(),
+            ifname: "eth0".into(),
+            args: cni_args.into(),
+            path: "/opt/cni/bin".into(),
+            stdin: config.to_string().into_bytes(),
+            name: "n".into(),
+            cni_version,
+            config,
+        }
+    }
+
+    fn ipam_dns() -> Dns {
+        Dns {
+            nameservers: Some(vec!["192.0.2.53".into()]),
+            domain: Some("ipam.example".into()),
+            search: Some(vec!["ipam.example".into()]),
+            options: Some(vec!["ndots:5".into()]),
+        }
+    }
+
+    #[test]
+    fn dns_absent_keeps_ipam() {
+        let d = dns(&json!({"name": "n"})).unwrap();
+        assert!(!dns_is_set(&d));
+        assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
+        // an empty object or an empty domain says nothing either
+        let d = dns(&json!({"dns": {}})).unwrap();
+        assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
+        let d = dns(&json!({"dns": {"domain": ""}})).unwrap();
+        assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
+        let d = dns(&json!({"dns": {"nameservers": null}})).unwrap();
+        assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
+    }
+
+    #[test]
+    fn any_single_field_overrides() {
+        for conf in [
+            json!({"nameservers": ["1.1.1.1"]}),
+            json!({"domain": "conf.example"}),
+            json!({"search": ["conf.example"]}),
+            json!({"options": ["rotate"]}),
+        ] {
+            let d = dns(&json!({ "dns": conf })).unwrap();
+            assert!(dns_is_set(&d), "{conf}");
+            let out = dns_override(&ipam_dns(), &d);
+            assert_eq!(out, d, "{conf}");
+        }
+    }
+
+    #[test]
+    fn empty_lists_override_with_nothing() {
+        for key in ["nameservers", "search", "options"] {
+            let d = dns(&json!({"dns": { key: [] }})).unwrap();
+            let out = dns_override(&ipam_dns(), &d);
+            assert!(out.is_empty(), "{key}");
+        }
+    }
+
+    #[test]
+    fn dns_type_errors() {
+        let e = dns(&json!({"dns": {"search": "x"}})).unwrap_err();
+        assert_eq!(
+            e.msg,
+            "json: cannot unmarshal string into Go struct field NetConf.dns.search of type []string"
+        );
+        assert!(dns(&json!({"dns": []})).is_err());
+    }
+
+    #[test]
+    fn prev_result_absent_or_null() {
+        assert_eq!(prev_result(&req(json!({"cniVersion": "1.0.0"}), "")).unwrap(), None);
+        assert_eq!(
+            prev_result(&req(json!({"cniVersion": "1.0.0", "prevResult": null}), "")).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn prev_result_same_family_accepted() {
+        let r = req(
+            json!({"cniVersion": "0.4.0", "prevResult": {"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.0.0.5/8"}]}}),
+            "",
+        );
+        let p = prev_result(&r).unwrap().unwrap();
+        assert_eq!(p.ips[0].address.to_string(), "10.0.0.5/8");
+        let r = req(
+            json!({"cniVersion": "1.1.0", "prevResult": {"cniVersion": "1.0.0", "dns": {}}}),
+            "",
+        );
+        assert!(prev_result(&r).unwrap().is_some());
+    }
+
+    #[test]
+    fn prev_result_other_family_rejected_with_reference_message() {
+        let r = req(
+            json!({"cniVersion": "1.0.0", "prevResult": {"cniVersion": "0.4.0", "ips": []}}),
+            "",
+        );
+        let e = prev_result(&r).unwrap_err();
+        assert_eq!(e.code, 999);
+        assert_eq!(
+            e.msg,
+            r#"could not parse prevResult: result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.4.0""#
+        );
+    }
+
+    #[test]
+    fn prev_result_without_version_takes_the_configs() {
+        let r = req(
+            json!({"cniVersion": "1.0.0", "prevResult": {"ips": [{"address": "10.0.0.5/8"}]}}),
+            "",
+        );
+        let p = prev_result(&r).unwrap().unwrap();
+        assert_eq!(p.cni_version, "1.0.0");
+        assert_eq!(p.ips.len(), 1);
+    }
+
+    #[test]
+    fn prev_result_not_an_object() {
+        let e = prev_result(&req(json!({"cniVersion": "1.0.0", "prevResult": "x"}), "")).unwrap_err();
+        assert_eq!(
+            e.msg,
+            "could not parse prevResult: json: cannot unmarshal string into Go struct field NetConf.prevResult of type map[string]interface {}"
+        );
+    }
+
+    #[test]
+    fn ipam_type_reader() {
+        assert_eq!(
+            ipam_type(&json!({"ipam": {"type": "host-local"}})).unwrap().as_deref(),
+            Some("host-local")
+        );
+        assert_eq!(ipam_type(&json!({"ipam": {}})).unwrap(), None);
+        assert_eq!(ipam_type(&json!({"ipam": {"type": ""}})).unwrap(), None);
+        assert_eq!(ipam_type(&json!({})).unwrap(), None);
+        assert!(ipam_type(&json!({"ipam": {"type": 1}})).is_err());
+        assert!(ipam_type(&json!({"ipam": "host-local"})).is_err());
+    }
+
+    #[test]
+    fn runtime_config_readers() {
+        let c = json!({"runtimeConfig": {
+            "ips": ["10.1.2.9/24", "2001:db8::9"],
+            "mac": "c2:11:22:33:44:55",
+            "ipRanges": [[{"subnet": "10.9.0.0/16"}]],
+            "portMappings": [1]
+        }});
+        assert_eq!(runtime_ips(&c).unwrap(), vec!["10.1.2.9/24", "2001:db8::9"]);
+        assert_eq!(runtime_mac(&c).unwrap().as_deref(), Some("c2:11:22:33:44:55"));
+        assert_eq!(
+            runtime_ip_ranges(&c).unwrap(),
+            Some(&json!([[{"subnet": "10.9.0.0/16"}]]))
+        );
+        let empty = json!({"name": "n"});
+        assert!(runtime_ips(&empty).unwrap().is_empty());
+        assert_eq!(runtime_mac(&empty).unwrap(), None);
+        assert_eq!(runtime_ip_ranges(&empty).unwrap(), None);
+        assert_eq!(runtime_mac(&json!({"runtimeConfig": {"mac": ""}})).unwrap(), None);
+        let e = runtime_ips(&json!({"runtimeConfig": {"ips": "10.1.2.9"}})).unwrap_err();
+        assert_eq!(
+            e.msg,
+            "json: cannot unmarshal string into Go struct field runtimeConfig.ips of type []string"
+        );
+        assert!(runtime_config(&json!({"runtimeConfig": 5})).is_err());
+    }
+
+    #[test]
+    fn args_cni_readers() {
+        let c = json!({"args": {"cni": {"ips": ["10.1.2.88"], "mac": "aa:bb:cc:dd:ee:01"}, "other": 1}});
+        assert_eq!(args_cni_ips(&c).unwrap(), vec!["10.1.2.88"]);
+        assert_eq!(args_cni_mac(&c).unwrap().as_deref(), Some("aa:bb:cc:dd:ee:01"));
+        assert!(args_cni_ips(&json!({"args": {}})).unwrap().is_empty());
+        assert_eq!(args_cni_mac(&json!({})).unwrap(), None);
+        assert!(args_cni_ips(&json!({"args": {"cni": {"ips": [1]}}})).is_err());
+    }
+
+    #[test]
+    fn bridge_mac_precedence() {
+        let env_mac = "IgnoreUnknown=1;MAC=aa:aa:aa:aa:aa:01;K8S_POD_NAME=p";
+        let args = json!({"cni": {"mac": "aa:aa:aa:aa:aa:02"}});
+        let rc = json!({"mac": "aa:aa:aa:aa:aa:03"});
+        let m = |config: Value, a: &str| bridge_requested_mac(&req(config, a)).unwrap();
+        assert_eq!(m(json!({}), ""), None);
+        assert_eq!(m(json!({}), env_mac).as_deref(), Some("aa:aa:aa:aa:aa:01"));
+        assert_eq!(m(json!({"args": args}), env_mac).as_deref(), Some("aa:aa:aa:aa:aa:02"));
+        assert_eq!(
+            m(json!({"args": args, "runtimeConfig": rc}), env_mac).as_deref(),
+            Some("aa:aa:aa:aa:aa:03")
+        );
+        assert_eq!(
+            m(json!({"runtimeConfig": rc}), "").as_deref(),
+            Some("aa:aa:aa:aa:aa:03")
+        );
+        // empty values do not override
+        assert_eq!(
+            m(
+                json!({"args": {"cni": {"mac": ""}}, "runtimeConfig": {"mac": ""}}),
+                env_mac
+            )
+            .as_deref(),
+            Some("aa:aa:aa:aa:aa:01")
+        );
+        // the bridge's config `mac` key is not a source
+        assert_eq!(m(json!({"mac": "aa:aa:aa:aa:aa:04"}), ""), None);
+    }
+
+    #[test]
+    fn macvlan_mac_precedence() {
+        let m = |config: Value, a: &str| macvlan_requested_mac(&req(config, a)).unwrap();
+        let conf_mac = json!({"mac": "aa:aa:aa:aa:aa:01"});
+        assert_eq!(m(json!({}), ""), None);
+        assert_eq!(m(conf_mac.clone(), "").as_deref(), Some("aa:aa:aa:aa:aa:01"));
+        assert_eq!(
+            m(conf_mac.clone(), "IgnoreUnknown=true;MAC=aa:aa:aa:aa:aa:02").as_deref(),
+            Some("aa:aa:aa:aa:aa:02")
+        );
+        let mut both = conf_mac.clone();
+        both["runtimeConfig"] = json!({"mac": "aa:aa:aa:aa:aa:03"});
+        assert_eq!(m(both, "MAC=aa:aa:aa:aa:aa:02").as_deref(), Some("aa:aa:aa:aa:aa:03"));
+        // args.cni.mac is not a macvlan source
+        assert_eq!(m(json!({"args": {"cni": {"mac": "aa:aa:aa:aa:aa:05"}}}), ""), None);
+    }
+
+    #[test]
+    fn cni_args_errors_surface() {
+        let e = bridge_requested_mac(&req(json!({}), "K8S_POD_NAME=p")).unwrap_err();
+        assert_eq!(e.msg, r#"ARGS: unknown args ["K8S_POD_NAME=p"]"#);
+        let e = macvlan_requested_mac(&req(json!({}), "MAC")).unwrap_err();
+        assert_eq!(e.msg, r#"ARGS: invalid pair "MAC""#);
+    }
+}

@@ -1,1 +1,629 @@
-//! TODO(stage0): filled by the protocol-core work.
+//! Delegation to an IPAM plugin (the Go `invoke.Delegate*`): find `<type>` in `CNI_PATH`,
+//! give it the same environment (only `CNI_COMMAND` changed) and the same stdin, and read
+//! its answer as libcni does.
+//!
+//! When the plugin found is this very binary, the applet runs in-process instead of being
+//! exec'd; its result still goes through the config version's shape, so the caller sees
+//! exactly what an exec'd plugin would have printed.
+use super::error::code;
+use super::version::{go_list, go_quote};
+use super::{CniResult, Command, Error, Plugin, Request};
+use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::FromRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+/// Looks an applet up by name; the real one is [`crate::applets::plugin`].
+pub type AppletLookup<'a> = &'a dyn Fn(&str) -> Option<&'static dyn Plugin>;
+
+pub fn add(ipam_type: &str, req: &Request) -> Result<CniResult, Error> {
+    add_with(ipam_type, req, &crate::applets::plugin)
+}
+
+pub fn del(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Del, &crate::applets::plugin).map(drop)
+}
+
+pub fn check(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Check, &crate::applets::plugin).map(drop)
+}
+
+pub fn status(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Status, &crate::applets::plugin).map(drop)
+}
+
+pub fn gc(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Gc, &crate::applets::plugin).map(drop)
+}
+
+/// [`add`] with the applet table passed in (tests use a fake one).
+pub fn add_with(ipam_type: &str, req: &Request, applets: AppletLookup) -> Result<CniResult, Error> {
+    let result = run(ipam_type, req, Command::Add, applets)?;
+    result.ok_or_else(|| Error::internal(format!("delegated plugin {ipam_type:?} returned no result")))
+}
+
+/// Run `command` on the delegate; `Some(result)` for ADD.
+pub fn run(
+    ipam_type: &str,
+    req: &Request,
+    command: Command,
+    applets: AppletLookup,
+) -> Result<Option<CniResult>, Error> {
+    let path = find_in_path(ipam_type, &req.path)?;
+    if crate::applets::same_file(&path, Path::new("/proc/self/exe")) {
+        let Some(plugin) = applets(ipam_type) else {
+            // exec'ing ourselves under a name we do not answer to could only fail
+            return Err(Error::internal(format!(
+                "{} is this binary, which has no applet named {ipam_type:?}",
+                path.display()
+            )));
+        };
+        return in_process(plugin, req, command);
+    }
+    let stdout = exec(&path, req, command)?;
+    if command != Command::Add {
+        return Ok(None);
+    }
+    let value: serde_json::Value = serde_json::from_slice(&stdout).map_err(|e| {
+        Error::internal(format!(
+            "failed to unmarshal raw result: {e} result {}",
+            String::from_utf8_lossy(&stdout)
+        ))
+    })?;
+    CniResult::from_plugin_output(&value, &req.cni_version).map(Some)
+}
+
+/// libcni's `FindInPath`: the first regular file `<dir>/<plugin>` over `CNI_PATH`.
+pub fn find_in_path(plugin: &str, cni_path: &str) -> Result<PathBuf, Error> {
+    if plugin.is_empty() {
+        return Err(Error::internal("no plugin name provided"));
+    }
+    if plugin.contains('/') {
+        return Err(Error::internal(format!("invalid plugin name: {plugin}")));
+    }
+    // Go's filepath.SplitList: "" is no directories at all
+    let dirs: Vec<&str> = if cni_path.is_empty() {
+        Vec::new()
+    } else {
+        cni_path.split(':').collect()
+    };
+    if dirs.is_empty() {
+        return Err(Error::internal("no paths provided"));
+    }
+    for dir in dirs.iter().filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(plugin);
+        if std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
+            return Ok(candidate);
+        }
+    }
+    Err(Error::internal(format!(
+        "failed to find plugin {} in path {}",
+        go_quote(plugin),
+        go_list(&dirs)
+    )))
+}
+
+fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Option<CniResult>, Error> {
+    let mut sub = req.clone();
+    sub.command = command;
+    match command {
+        Command::Add => {
+            let result = plugin.add(&sub)?;
+            // what an exec'd delegate would print, read back as the caller would read it
+            let printed = result.to_json(&req.cni_version)?;
+            CniResult::from_plugin_output(&printed, &req.cni_version).map(Some)
+        }
+        Command::Del => plugin.del(&sub).map(|_| None),
+        Command::Check => plugin.check(&sub).map(|_| None),
+        Command::Status => plugin.status(&sub).map(|_| None),
+        Command::Gc => plugin.gc(&sub).map(|_| None),
+        Command::Version => Err(Error::internal("VERSION is not delegated")),
+    }
+}
+
+/// How often "text file busy" is retried (a plugin binary being replaced), as libcni does.
+const BUSY_RETRIES: u32 = 5;
+
+/// Exec the delegate; its stdout on success, else the error libcni would report.
+fn exec(path: &Path, req: &Request, command: Command) -> Result<Vec<u8>, Error> {
+    let mut stdin = stdin_file(&req.stdin).map_err(|e| {
+        Error::new(
+            code::IO_FAILURE,
+            format!("delegating to {}: buffering stdin: {e}", path.display()),
+        )
+    })?;
+    let mut attempt = 0;
+    let output = loop {
+        stdin
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| Error::new(code::IO_FAILURE, format!("delegating to {}: {e}", path.display())))?;
+        let child_stdin = stdin
+            .try_clone()
+            .map_err(|e| Error::new(code::IO_FAILURE, format!("delegating to {}: {e}", path.display())))?;
+        let spawned = std::process::Command::new(path)
+            .env("CNI_COMMAND", command.as_str())
+            .env("CNI_CONTAINERID", &req.container_id)
+            .env("CNI_NETNS", &req.netns)
+            .env("CNI_IFNAME", &req.ifname)
+            .env("CNI_ARGS", &req.args)
+            .env("CNI_PATH", &req.path)
+            .stdin(Stdio::from(child_stdin))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output();
+        match spawned {
+            Ok(out) => break out,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < BUSY_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(e) => {
+                return Err(Error::new(
+                    code::UNKNOWN,
+                    format!(
+                        "netplugin failed with no error message: fork/exec {}: {}",
+                        path.display(),
+                        os_error(&e)
+                    ),
+                ))
+            }
+        }
+    };
+    if output.status.success() {
+        forward_stderr(&output.stderr);
+        return Ok(output.stdout);
+    }
+    Err(plugin_error(&output.status, &output.stdout, &output.stderr))
+}
+
+/// libcni's `pluginErr`: the delegate's error object passes through unchanged; without one,
+/// its stderr (or nothing) becomes the message, with code 0.
+fn plugin_error(status: &ExitStatus, stdout: &[u8], stderr: &[u8]) -> Error {
+    let status = exit_text(status);
+    if stdout.is_empty() {
+        if stderr.is_empty() {
+            return Error::new(
+                code::UNKNOWN,
+                format!("netplugin failed with no error message: {status}"),
+            );
+        }
+        return Error::new(
+            code::UNKNOWN,
+            format!(
+                "netplugin failed: {}: {status}",
+                go_quote(&String::from_utf8_lossy(stderr))
+            ),
+        );
+    }
+    forward_stderr(stderr);
+    match parse_error_object(stdout) {
+        Ok(e) => e,
+        Err(why) => Error::new(
+            code::UNKNOWN,
+            format!(
+                "netplugin failed but error parsing its diagnostic message {}: {why}",
+                go_quote(&String::from_utf8_lossy(stdout))
+            ),
+        ),
+    }
+}
+
+/// `{"code","msg","details"}`; other keys (`cniVersion`) are ignored, missing ones are zero.
+fn parse_error_object(stdout: &[u8]) -> Result<Error, String> {
+    let v: serde_json::Value = serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
+    let obj = match &v {
+        serde_json::Value::Object(m) => m.clone(),
+        serde_json::Value::Null => serde_json::Map::new(),
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type types.Error",
+                super::json::kind(other)
+            ))
+        }
+    };
+    let code = match obj.get("code") {
+        None | Some(serde_json::Value::Null) => 0,
+        Some(c) => c
+            .as_u64()
+            .and_then(|c| u32::try_from(c).ok())
+            .ok_or_else(|| format!("json: cannot unmarshal {c} into Go struct field Error.code of type uint"))?,
+    };
+    let text = |key: &str| -> Result<String, String> {
+        match obj.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(String::new()),
+            Some(serde_json::Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(format!(
+                "json: cannot unmarshal {} into Go struct field Error.{key} of type string",
+                super::json::kind(other)
+            )),
+        }
+    };
+    Ok(Error::new(code, text("msg")?).with_details(text("details")?))
+}
+
+/// Go's text for how a process ended (`exit status 3`, `signal: killed`).
+fn exit_text(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(c) = status.code() {
+        return format!("exit status {c}");
+    }
+    let Some(sig) = status.signal() else {
+        return "unknown exit status".to_string();
+    };
+    let name = match sig {
+        libc::SIGHUP => "hangup".to_string(),
+        libc::SIGINT => "interrupt".to_string(),
+        libc::SIGQUIT => "quit".to_string(),
+        libc::SIGILL => "illegal instruction".to_string(),
+        libc::SIGABRT => "aborted".to_string(),
+        libc::SIGBUS => "bus error".to_string(),
+        libc::SIGFPE => "floating point exception".to_string(),
+        libc::SIGKILL => "killed".to_string(),
+        libc::SIGSEGV => "segmentation fault".to_string(),
+        libc::SIGPIPE => "broken pipe".to_string(),
+        libc::SIGTERM => "terminated".to_string(),
+        n => format!("signal {n}"),
+    };
+    if status.core_dumped() {
+        format!("signal: {name} (core dumped)")
+    } else {
+        format!("signal: {name}")
+    }
+}
+
+/// An OS error as Go prints it (`permission denied`), without Rust's `(os error 13)`.
+fn os_error(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => {
+            let desc = nix::errno::Errno::from_raw(n).desc();
+            let mut chars = desc.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => e.to_string(),
+            }
+        }
+        None => e.to_string(),
+    }
+}
+
+/// The delegate's stderr is log output: hand it on to ours.
+fn forward_stderr(stderr: &[u8]) {
+    if !stderr.is_empty() {
+        let _ = std::io::stderr().write_all(stderr);
+    }
+}
+
+/// stdin for the child as an in-memory file: no pipe to feed, so no deadlock with a child
+/// that writes before it reads, and it can be rewound for a retry.
+fn stdin_file(data: &[u8]) -> std::io::Result<std::fs::File> {
+    // SAFETY: the name is a valid NUL-terminated string; the returned fd is checked below.
+    let fd = unsafe { libc::memfd_create(c"cni-stdin".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(data)?;
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::result::IpConfig;
+    use serde_json::{json, Value};
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::Mutex;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn req(dir: &Path, command: Command, version: &str) -> Request {
+        let config = json!({"cniVersion": version, "name": "net1", "type": "bridge", "ipam": {"type": "fake"}});
+        Request {
+            command,
+            container_id: "ctr1".into(),
+            netns: "/run/netns/x".into(),
+            ifname: "eth0".into(),
+            args: "IgnoreUnknown=1;K8S_POD_NAME=p".into(),
+            path: format!("/nonexistent/cni/bin:{}", dir.display()),
+            stdin: config.to_string().into_bytes(),
+            name: "net1".into(),
+            cni_version: version.into(),
+            config,
+        }
+    }
+
+    fn no_applets(_: &str) -> Option<&'static dyn Plugin> {
+        None
+    }
+
+    #[test]
+    fn find_errors_are_libcni_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(find_in_path("", "/a").unwrap_err().msg, "no plugin name provided");
+        assert_eq!(find_in_path("../x", "/a").unwrap_err().msg, "invalid plugin name: ../x");
+        assert_eq!(find_in_path("x", "").unwrap_err().msg, "no paths provided");
+        let e = find_in_path("nonexist", "/opt/test/bin:/usr/lib/cni-none").unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (
+                999,
+                r#"failed to find plugin "nonexist" in path [/opt/test/bin /usr/lib/cni-none]"#
+            )
+        );
+        // a directory of that name is not a plugin
+        std::fs::create_dir(dir.path().join("fake")).unwrap();
+        assert!(find_in_path("fake", dir.path().to_str().unwrap()).is_err());
+    }
+
+    #[test]
+    fn find_takes_the_first_regular_file() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let in_b = script(b.path(), "fake", "exit 0");
+        let path = format!("{}:{}", a.path().display(), b.path().display());
+        assert_eq!(find_in_path("fake", &path).unwrap(), in_b);
+        let in_a = script(a.path(), "fake", "exit 0");
+        assert_eq!(find_in_path("fake", &path).unwrap(), in_a);
+        // empty entries are skipped
+        assert_eq!(
+            find_in_path("fake", &format!("::{}", b.path().display())).unwrap(),
+            in_b
+        );
+    }
+
+    #[test]
+    fn exec_add_same_env_and_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        script(
+            dir.path(),
+            "fake",
+            &format!(
+                "env | grep '^CNI_' | sort > {d}/env\ncat > {d}/stdin\n\
+                 echo '{{\"ips\":[{{\"address\":\"10.1.2.3/24\",\"gateway\":\"10.1.2.1\"}}],\"dns\":{{\"nameservers\":[\"10.1.2.1\"]}}}}'"
+            ),
+        );
+        let r = req(dir.path(), Command::Add, "1.0.0");
+        let result = add_with("fake", &r, &no_applets).unwrap();
+        assert_eq!(result.cni_version, "1.0.0");
+        assert_eq!(result.ips[0].address.to_string(), "10.1.2.3/24");
+        assert_eq!(result.dns.nameservers, Some(vec!["10.1.2.1".to_string()]));
+        assert_eq!(std::fs::read(dir.path().join("stdin")).unwrap(), r.stdin);
+        let env = std::fs::read_to_string(dir.path().join("env")).unwrap();
+        for line in [
+            "CNI_COMMAND=ADD",
+            "CNI_CONTAINERID=ctr1",
+            "CNI_NETNS=/run/netns/x",
+            "CNI_IFNAME=eth0",
+            "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAME=p",
+            &format!("CNI_PATH={}", r.path),
+        ] {
+            assert!(env.lines().any(|l| l == line), "{line} not in {env}");
+        }
+    }
+
+    #[test]
+    fn exec_verbs_set_their_command_and_ignore_stdout() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        script(
+            dir.path(),
+            "fake",
+            &format!("echo $CNI_COMMAND >> {d}/cmds\necho 'not json'"),
+        );
+        let r = req(dir.path(), Command::Del, "1.1.0");
+        del("fake", &r).unwrap();
+        check("fake", &r).unwrap();
+        status("fake", &r).unwrap();
+        gc("fake", &r).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("cmds")).unwrap(),
+            "DEL\nCHECK\nSTATUS\nGC\n"
+        );
+    }
+
+    #[test]
+    fn exec_result_in_its_own_version() {
+        let dir = tempfile::tempdir().unwrap();
+        script(
+            dir.path(),
+            "fake",
+            r#"echo '{"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.1.2.3/24"}]}'"#,
+        );
+        let result = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap();
+        assert_eq!(result.cni_version, "0.4.0");
+        assert_eq!(result.ips.len(), 1);
+    }
+
+    #[test]
+    fn error_object_passes_through_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        script(
+            dir.path(),
+            "fake",
+            r#"echo '{"cniVersion":"1.0.0","code":11,"msg":"try later","details":"ipam busy"}'; echo log >&2; exit 1"#,
+        );
+        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        assert_eq!(e, Error::new(11, "try later").with_details("ipam busy"));
+        let e = del("fake", &req(dir.path(), Command::Del, "1.0.0")).unwrap_err();
+        assert_eq!(e.code, 11);
+    }
+
+    #[test]
+    fn failure_without_output() {
+        let dir = tempfile::tempdir().unwrap();
+        script(dir.path(), "silent", "exit 3");
+        script(dir.path(), "noisy", "echo oops >&2; exit 3");
+        script(dir.path(), "garbage", "echo garbage; exit 1");
+        script(dir.path(), "killed", "kill -9 $$");
+        let r = req(dir.path(), Command::Add, "1.0.0");
+        let e = add_with("silent", &r, &no_applets).unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (0, "netplugin failed with no error message: exit status 3")
+        );
+        let e = add_with("noisy", &r, &no_applets).unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (0, r#"netplugin failed: "oops\n": exit status 3"#)
+        );
+        let e = add_with("garbage", &r, &no_applets).unwrap_err();
+        assert_eq!(e.code, 0);
+        assert!(
+            e.msg
+                .starts_with(r#"netplugin failed but error parsing its diagnostic message "garbage\n": "#),
+            "{}",
+            e.msg
+        );
+        let e = add_with("killed", &r, &no_applets).unwrap_err();
+        assert_eq!(e.msg, "netplugin failed with no error message: signal: killed");
+    }
+
+    #[test]
+    fn add_with_unparsable_result() {
+        let dir = tempfile::tempdir().unwrap();
+        script(dir.path(), "fake", "echo garbage");
+        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        assert_eq!(e.code, 999);
+        assert!(e.msg.starts_with("failed to unmarshal raw result: "), "{}", e.msg);
+        assert!(e.msg.ends_with(" result garbage\n"), "{}", e.msg);
+        script(dir.path(), "old", r#"echo '{"cniVersion":"0.9.0"}'"#);
+        let e = add_with("old", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        assert_eq!(e.msg, r#"unsupported CNI result version "0.9.0""#);
+    }
+
+    #[test]
+    fn not_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fake");
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = del("fake", &req(dir.path(), Command::Del, "1.0.0")).unwrap_err();
+        // root may execute files without x bits only when some x bit is set; none is here
+        assert_eq!(
+            (e.code, e.msg),
+            (
+                0,
+                format!(
+                    "netplugin failed with no error message: fork/exec {}: permission denied",
+                    p.display()
+                )
+            )
+        );
+    }
+
+    #[test]
+    fn large_stdin_with_a_child_that_writes_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        // prints more than a pipe holds before reading stdin: must not deadlock
+        script(
+            dir.path(),
+            "fake",
+            &format!("head -c 300000 /dev/zero | tr '\\0' ' '\necho '{{\"cniVersion\":\"1.0.0\"}}'\ncat > {d}/stdin"),
+        );
+        let mut r = req(dir.path(), Command::Add, "1.0.0");
+        let mut config = r.config.clone();
+        config["pad"] = Value::String("x".repeat(900_000));
+        r.stdin = config.to_string().into_bytes();
+        let result = add_with("fake", &r, &no_applets).unwrap();
+        assert_eq!(result.cni_version, "1.0.0");
+        assert_eq!(std::fs::read(dir.path().join("stdin")).unwrap().len(), r.stdin.len());
+    }
+
+    /// An in-process IPAM applet that records what it was asked.
+    struct InProc;
+    static IN_PROC_CALLS: Mutex<Vec<(Command, String)>> = Mutex::new(Vec::new());
+
+    impl Plugin for InProc {
+        fn about(&self) -> &'static str {
+            "in-process test IPAM"
+        }
+        fn add(&self, req: &Request) -> Result<CniResult, Error> {
+            IN_PROC_CALLS.lock().unwrap().push((req.command, req.name.clone()));
+            Ok(CniResult {
+                cni_version: "1.1.0".into(),
+                ips: vec![
+                    IpConfig {
+                        interface: Some(0),
+                        address: "10.1.2.3/24".parse().unwrap(),
+                        gateway: None,
+                    },
+                    IpConfig {
+                        interface: None,
+                        address: "10.1.3.3/24".parse().unwrap(),
+                        gateway: None,
+                    },
+                ],
+                ..CniResult::default()
+            })
+        }
+        fn del(&self, req: &Request) -> Result<(), Error> {
+            IN_PROC_CALLS.lock().unwrap().push((req.command, req.name.clone()));
+            Err(Error::new(11, "busy").with_details("in-process"))
+        }
+        fn check(&self, _req: &Request) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+
+    static IN_PROC: InProc = InProc;
+
+    fn in_proc_lookup(name: &str) -> Option<&'static dyn Plugin> {
+        (name == "fake-ipam").then_some(&IN_PROC as &'static dyn Plugin)
+    }
+
+    #[test]
+    fn this_binary_runs_in_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::fs::read_link("/proc/self/exe").unwrap();
+        std::os::unix::fs::symlink(&me, dir.path().join("fake-ipam")).unwrap();
+        std::os::unix::fs::symlink(&me, dir.path().join("no-such-applet")).unwrap();
+
+        // 0.2.0: the result goes through the 0.2.0 shape, as if printed and read back
+        let r = req(dir.path(), Command::Add, "0.2.0");
+        let result = add_with("fake-ipam", &r, &in_proc_lookup).unwrap();
+        assert_eq!(result.cni_version, "0.2.0");
+        assert_eq!(result.ips.len(), 1);
+        assert_eq!(result.ips[0].interface, None);
+        let r = req(dir.path(), Command::Add, "1.1.0");
+        let result = add_with("fake-ipam", &r, &in_proc_lookup).unwrap();
+        assert_eq!(result.ips.len(), 2);
+        assert_eq!(result.ips[0].interface, Some(0));
+
+        let e = run(
+            "fake-ipam",
+            &req(dir.path(), Command::Add, "1.1.0"),
+            Command::Del,
+            &in_proc_lookup,
+        )
+        .unwrap_err();
+        assert_eq!(e, Error::new(11, "busy").with_details("in-process"));
+        run("fake-ipam", &r, Command::Check, &in_proc_lookup).unwrap();
+
+        let calls = IN_PROC_CALLS.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            vec![
+                (Command::Add, "net1".to_string()),
+                (Command::Add, "net1".to_string()),
+                (Command::Del, "net1".to_string())
+            ]
+        );
+
+        let e = add_with("no-such-applet", &r, &in_proc_lookup).unwrap_err();
+        assert!(
+            e.msg
+                .ends_with(r#"is this binary, which has no applet named "no-such-applet""#),
+            "{}",
+            e.msg
+        );
+    }
+}

@@ -4,6 +4,8 @@ use std::fmt;
 
 /// Error codes, as the spec and the Go library number them.
 pub mod code {
+    /// Go's `ErrUnknown`: what libcni reports for a plugin that failed without an error object.
+    pub const UNKNOWN: u32 = 0;
     pub const INCOMPATIBLE_VERSION: u32 = 1;
     pub const UNSUPPORTED_FIELD: u32 = 2;
     pub const UNKNOWN_CONTAINER: u32 = 3;

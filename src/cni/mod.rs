@@ -4,6 +4,7 @@ pub mod config;
 pub mod delegate;
 pub mod env;
 pub mod error;
+mod json;
 pub mod plugin;
 pub mod result;
 pub mod version;

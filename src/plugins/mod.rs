@@ -1,1 +1,13 @@
-//! TODO(stage0): bridge, veth, macvlan.
+//! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
+//!
+//! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
+//! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
+//! * [`l3`]: IPAM delegation with release on failure.
+//! * [`rollback`]: undo what a failed ADD did.
+//! * [`container_link`]: idempotent removal of the container interface on DEL.
+//! * [`ipmasq`]: masquerade rules.
+pub mod container_link;
+pub mod iface;
+pub mod ipmasq;
+pub mod l3;
+pub mod rollback;

@@ -1,1 +1,4 @@
-//! Small self-contained helpers; each submodule has one concern. (filled by the runtime work)
+//! Small self-contained helpers; each submodule has one concern.
+pub mod atomic;
+pub mod base64;
+pub mod sha512;

@@ -26,14 +26,22 @@ pub fn reference_dir() -> Option<PathBuf> {
 }
 
 pub fn require_root() {
-    assert!(nix::unistd::Uid::effective().is_root(), "network tests must run as root (sudo make test)");
+    assert!(
+        nix::unistd::Uid::effective().is_root(),
+        "network tests must run as root (sudo make test)"
+    );
 }
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
 /// A unique short name: `cb<pid><seq>` plus a suffix (namespace names, etc.).
 pub fn unique(prefix: &str) -> String {
-    format!("cb{}{}{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst), prefix)
+    format!(
+        "cb{}{}{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst),
+        prefix
+    )
 }
 
 /// A named network namespace (bind-mounted under /run/netns by `ip netns add`), deleted on drop.
@@ -47,7 +55,10 @@ impl Netns {
         require_root();
         let name = unique(suffix);
         run_ok(Command::new("ip").args(["netns", "add", &name]));
-        let ns = Netns { path: PathBuf::from(format!("/run/netns/{name}")), name };
+        let ns = Netns {
+            path: PathBuf::from(format!("/run/netns/{name}")),
+            name,
+        };
         // loopback up, as runtimes do
         ns.ip(&["link", "set", "lo", "up"]);
         ns
@@ -185,7 +196,13 @@ impl TestEnv {
         }
         let data_dir = tmp.path().join("data");
         let cache_dir = tmp.path().join("cache");
-        TestEnv { host, tmp, bin_dir, data_dir, cache_dir }
+        TestEnv {
+            host,
+            tmp,
+            bin_dir,
+            data_dir,
+            cache_dir,
+        }
     }
 
     /// A fresh container namespace.
@@ -196,6 +213,12 @@ impl TestEnv {
     /// A plugin call to cnibox's applet `name`, run inside the host namespace.
     pub fn call(&self, applet: &str) -> Call {
         Call::new(self.bin_dir.join(applet), &self.host, self.bin_dir.to_str().unwrap())
+    }
+
+    /// A run of cnibox's tool applet `name` (e.g. `cnitool`) inside the host namespace; add
+    /// arguments with `.args(…)` and variables with `.env(…)`.
+    pub fn tool(&self, name: &str) -> Call {
+        self.call(name)
     }
 
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
@@ -215,7 +238,9 @@ pub fn read_dir_map(dir: &Path) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
-            let content = std::fs::read(e.path()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            let content = std::fs::read(e.path())
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
             m.insert(e.file_name().to_string_lossy().into_owned(), content);
         }
     }
@@ -227,6 +252,7 @@ pub struct Call {
     program: PathBuf,
     ns_path: PathBuf,
     env: BTreeMap<String, String>,
+    args: Vec<String>,
     stdin: Vec<u8>,
 }
 
@@ -271,7 +297,19 @@ impl Call {
     fn new(program: PathBuf, host: &Netns, cni_path: &str) -> Call {
         let mut env = BTreeMap::new();
         env.insert("CNI_PATH".into(), cni_path.to_string());
-        Call { program, ns_path: host.path.clone(), env, stdin: vec![] }
+        Call {
+            program,
+            ns_path: host.path.clone(),
+            env,
+            args: vec![],
+            stdin: vec![],
+        }
+    }
+
+    /// Command-line arguments (for tools such as `cnitool`).
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<str>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
     }
 
     pub fn env(mut self, k: &str, v: &str) -> Self {
@@ -285,7 +323,10 @@ impl Call {
 
     /// ADD/DEL/CHECK with the usual variables.
     pub fn verb(self, verb: &str, container_id: &str, netns: &str, ifname: &str) -> Self {
-        self.command(verb).env("CNI_CONTAINERID", container_id).env("CNI_NETNS", netns).env("CNI_IFNAME", ifname)
+        self.command(verb)
+            .env("CNI_CONTAINERID", container_id)
+            .env("CNI_NETNS", netns)
+            .env("CNI_IFNAME", ifname)
     }
 
     pub fn stdin(mut self, s: impl Into<Vec<u8>>) -> Self {
@@ -301,7 +342,10 @@ impl Call {
         use std::io::Write;
         let fd = File::open(&self.ns_path).unwrap();
         let mut c = Command::new(&self.program);
-        c.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").envs(&self.env);
+        c.args(&self.args);
+        c.env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .envs(&self.env);
         c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         unsafe {
             c.pre_exec(move || {

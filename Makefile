@@ -1,0 +1,52 @@
+# cnibox: build, install, test, demo, bench.
+#   make                 static release binary (musl when its Rust target is installed, else static glibc)
+#   sudo make install    install the binary and the applet symlinks into $(CNI_BIN_DIR)
+#   sudo make test       install missing test dependencies (apt-get), then run every test
+#   sudo make demo       two containers on a bridge, inside private namespaces
+#   sudo make bench      cnibox against the Go reference plugins and the kernel floor
+
+PREFIX      ?= /usr/local
+CNI_BIN_DIR ?= /opt/cni/bin
+CARGO       ?= cargo
+MUSL        := x86_64-unknown-linux-musl
+GNU         := x86_64-unknown-linux-gnu
+TARGET      ?= $(shell if [ -d "$$(rustc --print sysroot)/lib/rustlib/$(MUSL)" ]; then echo $(MUSL); else echo $(GNU); fi)
+BIN         := target/$(TARGET)/release/cnibox
+
+.PHONY: all build install uninstall test test-deps check demo bench clean fmt lint
+
+all: build
+
+build:
+	$(CARGO) build --release --locked --target $(TARGET)
+	@file -L $(BIN) | grep -Eq 'statically linked|static-pie linked' || { echo "error: $(BIN) is not static"; exit 1; }
+	@ls -l $(BIN)
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/cnibox
+	$(DESTDIR)$(PREFIX)/bin/cnibox install $(DESTDIR)$(CNI_BIN_DIR)
+
+uninstall:
+	for a in $$($(PREFIX)/bin/cnibox --list); do \
+	  [ -L $(CNI_BIN_DIR)/$$a ] && rm -f $(CNI_BIN_DIR)/$$a; done; true
+	rm -f $(PREFIX)/bin/cnibox
+
+test-deps:
+	sh tests/deps.sh
+
+# Every test: unit tests, integration tests in private network namespaces, the static build.
+test: test-deps build
+	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets --locked -- -D warnings
+
+fmt:
+	$(CARGO) fmt
+
+clean:
+	$(CARGO) clean
+
+bench: test-deps build
+	bash benches/bench.sh $(BIN)

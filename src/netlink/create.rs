@@ -1,0 +1,248 @@
+//! Creating links: veth pairs, bridges, macvlans, each in one RTM_NEWLINK request.
+//!
+//! Name, MTU and MAC go into the create request itself (for both veth ends), so udev's
+//! MAC policy cannot rewrite them afterwards, and a link meant for another namespace is
+//! born there (IFLA_NET_NS_FD) instead of being created on the host and moved.
+use std::os::fd::AsRawFd;
+
+use neli::consts::rtnl::{Ifla, RtAddrFamily};
+use neli::rtnl::IfinfomsgBuilder;
+use neli::types::{Buffer, RtBuffer};
+
+use super::handle::{Handle, Op, Result};
+use super::link::Link;
+use super::transport::Transport;
+use super::types::MacAddr;
+use super::wire::{self, attr, Nest};
+use crate::netns::Netns;
+
+/// A veth pair: `name` stays in the handle's namespace, `peer_name` is created in `peer_netns`.
+#[derive(Debug, Clone, Copy)]
+pub struct VethSpec<'a> {
+    pub name: &'a str,
+    pub peer_name: &'a str,
+    /// Where the peer is born; None keeps it in the handle's namespace.
+    pub peer_netns: Option<&'a Netns>,
+    /// MTU of both ends.
+    pub mtu: Option<u32>,
+    pub mac: Option<MacAddr>,
+    pub peer_mac: Option<MacAddr>,
+    /// Enslave the host end to this bridge index at creation.
+    pub master: Option<u32>,
+}
+
+/// A bridge.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BridgeSpec<'a> {
+    pub name: &'a str,
+    pub mtu: Option<u32>,
+    pub mac: Option<MacAddr>,
+    /// Turn on VLAN filtering (IFLA_BR_VLAN_FILTERING); fails as Unsupported on kernels without it.
+    pub vlan_filtering: bool,
+}
+
+/// macvlan modes (IFLA_MACVLAN_MODE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MacvlanMode {
+    Private,
+    Vepa,
+    Bridge,
+    Passthru,
+    Source,
+}
+
+impl MacvlanMode {
+    pub fn to_raw(self) -> u32 {
+        match self {
+            MacvlanMode::Private => 1,
+            MacvlanMode::Vepa => 2,
+            MacvlanMode::Bridge => 4,
+            MacvlanMode::Passthru => 8,
+            MacvlanMode::Source => 16,
+        }
+    }
+
+    pub fn from_raw(n: u32) -> Option<MacvlanMode> {
+        Some(match n {
+            1 => MacvlanMode::Private,
+            2 => MacvlanMode::Vepa,
+            4 => MacvlanMode::Bridge,
+            8 => MacvlanMode::Passthru,
+            16 => MacvlanMode::Source,
+            _ => return None,
+        })
+    }
+
+    /// The config spelling: `private`, `vepa`, `bridge`, `passthru`, `source`.
+    pub fn parse(s: &str) -> Option<MacvlanMode> {
+        Some(match s {
+            "private" => MacvlanMode::Private,
+            "vepa" => MacvlanMode::Vepa,
+            "bridge" => MacvlanMode::Bridge,
+            "passthru" => MacvlanMode::Passthru,
+            "source" => MacvlanMode::Source,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MacvlanMode::Private => "private",
+            MacvlanMode::Vepa => "vepa",
+            MacvlanMode::Bridge => "bridge",
+            MacvlanMode::Passthru => "passthru",
+            MacvlanMode::Source => "source",
+        }
+    }
+}
+
+/// A macvlan on `parent` (an index in the handle's namespace), born in `netns`.
+#[derive(Debug, Clone, Copy)]
+pub struct MacvlanSpec<'a> {
+    pub name: &'a str,
+    pub parent: u32,
+    pub mode: MacvlanMode,
+    /// Where the macvlan is born; None keeps it in the handle's namespace.
+    pub netns: Option<&'a Netns>,
+    pub mtu: Option<u32>,
+    pub mac: Option<MacAddr>,
+    /// IFLA_MACVLAN_BC_QUEUE_LEN: the broadcast/multicast queue length.
+    pub bcqueuelen: Option<u32>,
+}
+
+/// The attributes common to every created link.
+fn base_attrs(op: &Op, name: &str, mtu: Option<u32>, mac: Option<MacAddr>) -> Result<RtBuffer<Ifla, Buffer>> {
+    let mut a = RtBuffer::new();
+    a.push(attr(wire::IFLA_IFNAME, name).map_err(|e| op.encode(e))?);
+    if let Some(mtu) = mtu {
+        a.push(attr(wire::IFLA_MTU, mtu).map_err(|e| op.encode(e))?);
+    }
+    if let Some(mac) = mac {
+        a.push(attr(wire::IFLA_ADDRESS, mac.0).map_err(|e| op.encode(e))?);
+    }
+    Ok(a)
+}
+
+/// IFLA_LINKINFO { IFLA_INFO_KIND kind, [IFLA_INFO_DATA data] }
+fn linkinfo(op: &Op, kind: &str, data: Option<Nest>) -> Result<neli::rtnl::Rtattr<Ifla, Buffer>> {
+    let mut info = Nest::new();
+    info.push(attr(wire::IFLA_INFO_KIND, kind).map_err(|e| op.encode(e))?);
+    if let Some(d) = data {
+        info.push(attr(wire::IFLA_INFO_DATA, d).map_err(|e| op.encode(e))?);
+    }
+    attr(wire::IFLA_LINKINFO, info).map_err(|e| op.encode(e))
+}
+
+fn ifinfo(op: &Op, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
+    let msg = IfinfomsgBuilder::default()
+        .ifi_family(RtAddrFamily::Unspecified)
+        .rtattrs(attrs)
+        .build()
+        .map_err(|e| op.encode(e.to_string()))?;
+    wire::encode(&msg).map_err(|e| op.encode(e))
+}
+
+impl<T: Transport> Handle<T> {
+    /// Creates a veth pair and returns the end in this handle's namespace.
+    ///
+    /// If the kernel reports a clash and `name` is free here, the clash is the peer's name
+    /// in its namespace: the error then names `peer <peer_name>`.
+    pub fn create_veth(&self, spec: &VethSpec<'_>) -> Result<Link> {
+        let op = Op::new("create veth", spec.name);
+        let mut peer = base_attrs(&op, spec.peer_name, spec.mtu, spec.peer_mac)?;
+        if let Some(ns) = spec.peer_netns {
+            // The descriptor is read by the kernel while handling this request; `ns` outlives it.
+            peer.push(attr(wire::IFLA_NET_NS_FD, ns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
+        }
+        let peer = IfinfomsgBuilder::default()
+            .ifi_family(RtAddrFamily::Unspecified)
+            .rtattrs(peer)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        let mut data = Nest::new();
+        data.push(attr(wire::VETH_INFO_PEER, peer).map_err(|e| op.encode(e))?);
+
+        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
+        if let Some(master) = spec.master {
+            a.push(attr(wire::IFLA_MASTER, master).map_err(|e| op.encode(e))?);
+        }
+        a.push(linkinfo(&op, "veth", Some(data))?);
+        match self.modify(
+            &op,
+            wire::RTM_NEWLINK,
+            wire::NLM_F_CREATE | wire::NLM_F_EXCL,
+            ifinfo(&op, a)?,
+        ) {
+            Err(e) if e.is_exists() && self.link_by_name(spec.name)?.is_none() => {
+                let peer = format!("peer {}", spec.peer_name);
+                Err(super::Error::from_errno("create veth", &peer, libc::EEXIST, None))
+            }
+            Err(e) => Err(e),
+            Ok(()) => self.link(spec.name),
+        }
+    }
+
+    /// Creates a bridge and returns it.
+    pub fn create_bridge(&self, spec: &BridgeSpec<'_>) -> Result<Link> {
+        let mut op = Op::new("create bridge", spec.name);
+        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
+        let data = if spec.vlan_filtering {
+            op = op.feature("bridge vlan_filtering");
+            let mut d = Nest::new();
+            d.push(attr(wire::IFLA_BR_VLAN_FILTERING, 1u8).map_err(|e| op.encode(e))?);
+            Some(d)
+        } else {
+            None
+        };
+        a.push(linkinfo(&op, "bridge", data)?);
+        self.modify(
+            &op,
+            wire::RTM_NEWLINK,
+            wire::NLM_F_CREATE | wire::NLM_F_EXCL,
+            ifinfo(&op, a)?,
+        )?;
+        self.link(spec.name)
+    }
+
+    /// Turns VLAN filtering of an existing bridge on or off.
+    pub fn set_vlan_filtering<'a>(&self, bridge: impl Into<super::LinkRef<'a>>, on: bool) -> Result<()> {
+        let bridge = bridge.into();
+        let op = Op::new(
+            format!("set vlan_filtering {} on", if on { "on" } else { "off" }),
+            bridge.to_string(),
+        )
+        .feature("bridge vlan_filtering");
+        let (b, mut a) = super::link::link_msg(&op, bridge, wire::AF_UNSPEC)?;
+        let mut d = Nest::new();
+        d.push(attr(wire::IFLA_BR_VLAN_FILTERING, on as u8).map_err(|e| op.encode(e))?);
+        a.push(linkinfo(&op, "bridge", Some(d))?);
+        // IFLA_LINKINFO is only applied through RTM_NEWLINK (RTM_SETLINK acks and ignores it).
+        self.modify(&op, wire::RTM_NEWLINK, 0, super::link::finish(&op, b, a)?)
+    }
+
+    /// Creates a macvlan; it is born in `spec.netns`, so it is not looked up afterwards.
+    pub fn create_macvlan(&self, spec: &MacvlanSpec<'_>) -> Result<()> {
+        let op = Op::new("create macvlan", spec.name);
+        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
+        a.push(attr(wire::IFLA_LINK, spec.parent).map_err(|e| op.encode(e))?);
+        if let Some(ns) = spec.netns {
+            a.push(attr(wire::IFLA_NET_NS_FD, ns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
+        }
+        let mut d = Nest::new();
+        d.push(attr(wire::IFLA_MACVLAN_MODE, spec.mode.to_raw()).map_err(|e| op.encode(e))?);
+        let op = match spec.bcqueuelen {
+            Some(len) => {
+                d.push(attr(wire::IFLA_MACVLAN_BC_QUEUE_LEN, len).map_err(|e| op.encode(e))?);
+                op.feature("macvlan bcqueuelen")
+            }
+            None => op,
+        };
+        a.push(linkinfo(&op, "macvlan", Some(d))?);
+        self.modify(
+            &op,
+            wire::RTM_NEWLINK,
+            wire::NLM_F_CREATE | wire::NLM_F_EXCL,
+            ifinfo(&op, a)?,
+        )
+    }
+}

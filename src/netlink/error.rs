@@ -1,0 +1,145 @@
+//! The netlink layer's error: what was being done, to which object, and why.
+use std::fmt;
+
+/// Why an operation failed, in the terms callers decide on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The object does not exist (ENODEV, ENOENT, ESRCH, EADDRNOTAVAIL, or no such link).
+    NotFound,
+    /// The object already exists (EEXIST): a name clash, or an identical route/address.
+    Exists,
+    /// The object is in use (EBUSY).
+    Busy,
+    /// The kernel lacks a feature this request needs (EOPNOTSUPP and friends).
+    Unsupported { feature: String },
+    /// Any other kernel error number.
+    Kernel,
+    /// The socket itself failed (open, send, receive).
+    Io,
+    /// A message could not be encoded, or a reply could not be decoded.
+    Protocol,
+    /// The namespace to open a handle in, or to move a link to, is unusable.
+    Netns,
+    /// A wait gave up (e.g. addresses still tentative when the deadline passed).
+    Timeout,
+    /// IPv6 duplicate address detection found another host using this address.
+    DadFailed { address: String },
+}
+
+/// A netlink failure, e.g. `create veth vethab12cd34: File exists`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    op: String,
+    object: String,
+    kind: ErrorKind,
+    errno: Option<i32>,
+    detail: Option<String>,
+}
+
+impl Error {
+    pub(crate) fn new(op: impl Into<String>, object: impl Into<String>, kind: ErrorKind) -> Error {
+        Error {
+            op: op.into(),
+            object: object.into(),
+            kind,
+            errno: None,
+            detail: None,
+        }
+    }
+
+    /// An error from the kernel's errno (positive), with the kernel's extended-ack text if any.
+    pub(crate) fn from_errno(op: &str, object: &str, errno: i32, detail: Option<String>) -> Error {
+        let kind = match errno {
+            libc::ENODEV | libc::ENOENT | libc::ESRCH | libc::EADDRNOTAVAIL => ErrorKind::NotFound,
+            libc::EEXIST => ErrorKind::Exists,
+            libc::EBUSY => ErrorKind::Busy,
+            _ => ErrorKind::Kernel,
+        };
+        Error {
+            op: op.into(),
+            object: object.into(),
+            kind,
+            errno: Some(errno),
+            detail,
+        }
+    }
+
+    pub(crate) fn with_errno(mut self, errno: i32) -> Error {
+        self.errno = Some(errno);
+        self
+    }
+
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The kernel's error number, when the kernel reported the failure.
+    pub fn errno(&self) -> Option<i32> {
+        self.errno
+    }
+
+    pub fn op(&self) -> &str {
+        &self.op
+    }
+
+    pub fn object(&self) -> &str {
+        &self.object
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ErrorKind::NotFound
+    }
+
+    pub fn is_exists(&self) -> bool {
+        self.kind == ErrorKind::Exists
+    }
+
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self.kind, ErrorKind::Unsupported { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: ", self.op, self.object)?;
+        let errno_text = self.errno.map(errno_text);
+        match (&self.kind, errno_text, &self.detail) {
+            (ErrorKind::Unsupported { feature }, Some(t), _) => {
+                write!(f, "{feature} is not supported by this kernel ({t})")
+            }
+            (ErrorKind::Unsupported { feature }, None, _) => write!(f, "{feature} is not supported by this kernel"),
+            (ErrorKind::NotFound, None, None) => write!(f, "not found"),
+            (ErrorKind::DadFailed { address }, _, _) => {
+                write!(f, "duplicate address detection failed for {address}")
+            }
+            (_, Some(t), Some(d)) => write!(f, "{t} ({d})"),
+            (_, Some(t), None) => write!(f, "{t}"),
+            (_, None, Some(d)) => write!(f, "{d}"),
+            (kind, None, None) => write!(f, "{kind:?}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The C library's text for an errno (what `ip` and the Go plugins print), without Rust's
+/// " (os error N)" suffix.
+fn errno_text(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Plugins report netlink failures as plain errors (code 999), as the reference plugins do.
+impl From<Error> for crate::cni::Error {
+    fn from(e: Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}

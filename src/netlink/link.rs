@@ -1,0 +1,341 @@
+//! Links: look them up, list them, change them, move them, delete them.
+use std::fmt;
+use std::io::Cursor;
+use std::os::fd::AsRawFd;
+
+use neli::consts::rtnl::{Iff, Ifla, RtAddrFamily};
+use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder};
+use neli::types::{Buffer, RtBuffer};
+use neli::FromBytesWithInput;
+
+use super::create::MacvlanMode;
+use super::error::ErrorKind;
+use super::handle::{Handle, Op, Result};
+use super::transport::{Message, Transport};
+use super::types::MacAddr;
+use super::wire::{self, attr};
+use crate::netns::Netns;
+
+const IFF_UP: u32 = 0x1;
+const IFF_PROMISC: u32 = 0x100;
+const IFF_LOWER_UP: u32 = 0x10000;
+
+/// A network interface as the kernel reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub index: u32,
+    pub name: String,
+    /// `veth`, `bridge`, `macvlan`, ... (None for devices without rtnl kind, like `lo`).
+    pub kind: Option<String>,
+    /// The kind of the master when enslaved (`bridge` for a bridge port).
+    pub slave_kind: Option<String>,
+    pub mac: Option<MacAddr>,
+    pub mtu: u32,
+    /// The index of the master (bridge) this link is enslaved to.
+    pub master: Option<u32>,
+    /// Administratively up (IFF_UP).
+    pub up: bool,
+    /// Carrier present (IFF_LOWER_UP).
+    pub lower_up: bool,
+    pub oper_state: OperState,
+    /// IFLA_LINK: for a veth the peer's index, for a macvlan its parent's. The index is in
+    /// the namespace named by `link_netnsid` when that is set.
+    pub peer_index: Option<u32>,
+    /// The peer namespace id (IFLA_LINK_NETNSID) when the peer/parent is in another namespace.
+    pub link_netnsid: Option<i32>,
+    pub macvlan_mode: Option<MacvlanMode>,
+    pub promisc: bool,
+    /// All ifi_flags bits, for anything not broken out above.
+    pub flags: u32,
+}
+
+/// RFC 2863 operational state (IFLA_OPERSTATE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperState {
+    Unknown,
+    NotPresent,
+    Down,
+    LowerLayerDown,
+    Testing,
+    Dormant,
+    Up,
+}
+
+impl OperState {
+    fn from_raw(n: u8) -> OperState {
+        match n {
+            1 => OperState::NotPresent,
+            2 => OperState::Down,
+            3 => OperState::LowerLayerDown,
+            4 => OperState::Testing,
+            5 => OperState::Dormant,
+            6 => OperState::Up,
+            _ => OperState::Unknown,
+        }
+    }
+}
+
+/// A link named either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkRef<'a> {
+    Index(u32),
+    Name(&'a str),
+}
+
+impl fmt::Display for LinkRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkRef::Index(i) => write!(f, "link index {i}"),
+            LinkRef::Name(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl From<u32> for LinkRef<'_> {
+    fn from(i: u32) -> Self {
+        LinkRef::Index(i)
+    }
+}
+
+impl<'a> From<&'a str> for LinkRef<'a> {
+    fn from(n: &'a str) -> Self {
+        LinkRef::Name(n)
+    }
+}
+
+impl<'a> From<&'a String> for LinkRef<'a> {
+    fn from(n: &'a String) -> Self {
+        LinkRef::Name(n)
+    }
+}
+
+impl<'a> From<&'a Link> for LinkRef<'a> {
+    fn from(l: &'a Link) -> Self {
+        LinkRef::Index(l.index)
+    }
+}
+
+/// An ifinfomsg addressed to a link: by index, or by name with index 0.
+pub(crate) fn link_msg(op: &Op, link: LinkRef<'_>, family: u8) -> Result<(IfinfomsgBuilder, RtBuffer<Ifla, Buffer>)> {
+    let mut attrs = RtBuffer::new();
+    let builder = IfinfomsgBuilder::default().ifi_family(RtAddrFamily::from(family));
+    let builder = match link {
+        LinkRef::Index(i) => builder.ifi_index(i as libc::c_int),
+        LinkRef::Name(n) => {
+            attrs.push(attr(wire::IFLA_IFNAME, n).map_err(|e| op.encode(e))?);
+            builder
+        }
+    };
+    Ok((builder, attrs))
+}
+
+pub(crate) fn finish(op: &Op, builder: IfinfomsgBuilder, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
+    let msg = builder.rtattrs(attrs).build().map_err(|e| op.encode(e.to_string()))?;
+    wire::encode(&msg).map_err(|e| op.encode(e))
+}
+
+impl<T: Transport> Handle<T> {
+    /// The link called `name`, or None.
+    pub fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
+        self.find_link(LinkRef::Name(name))
+    }
+
+    /// The link with index `index`, or None.
+    pub fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
+        self.find_link(LinkRef::Index(index))
+    }
+
+    /// The link, or a NotFound error naming it.
+    pub fn link<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<Link> {
+        let link = link.into();
+        self.find_link(link)?
+            .ok_or_else(|| Op::new("get", link.to_string()).error(ErrorKind::NotFound))
+    }
+
+    /// The index of a link named either way (no request when it is already an index).
+    pub fn link_index<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<u32> {
+        match link.into() {
+            LinkRef::Index(i) => Ok(i),
+            named => Ok(self.link(named)?.index),
+        }
+    }
+
+    fn find_link(&self, link: LinkRef<'_>) -> Result<Option<Link>> {
+        let op = Op::new("get", link.to_string());
+        let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
+        match self.get(&op, wire::RTM_GETLINK, finish(&op, b, a)?) {
+            Ok(msgs) => match msgs.iter().find(|m| m.kind == wire::RTM_NEWLINK) {
+                Some(m) => Ok(Some(decode_link(&op, m)?)),
+                None => Ok(None),
+            },
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every link in the handle's namespace.
+    pub fn links(&self) -> Result<Vec<Link>> {
+        let op = Op::new("list", "links");
+        let msg = IfinfomsgBuilder::default()
+            .ifi_family(RtAddrFamily::Unspecified)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        let msgs = self.dump(&op, wire::RTM_GETLINK, wire::encode(&msg).map_err(|e| op.encode(e))?)?;
+        msgs.iter()
+            .filter(|m| m.kind == wire::RTM_NEWLINK)
+            .map(|m| decode_link(&op, m))
+            .collect()
+    }
+
+    /// `ip link set LINK up`
+    pub fn set_up<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<()> {
+        self.set_flag(link.into(), "set up", IFF_UP, true)
+    }
+
+    /// `ip link set LINK down`
+    pub fn set_down<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<()> {
+        self.set_flag(link.into(), "set down", IFF_UP, false)
+    }
+
+    /// `ip link set LINK promisc on|off`
+    pub fn set_promisc<'a>(&self, link: impl Into<LinkRef<'a>>, on: bool) -> Result<()> {
+        self.set_flag(
+            link.into(),
+            if on { "set promisc on" } else { "set promisc off" },
+            IFF_PROMISC,
+            on,
+        )
+    }
+
+    fn set_flag(&self, link: LinkRef<'_>, what: &str, flag: u32, on: bool) -> Result<()> {
+        let op = Op::new(what, link.to_string());
+        let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
+        let b = b
+            .ifi_flags(Iff::from_bits_retain(if on { flag } else { 0 }))
+            .ifi_change(Iff::from_bits_retain(flag));
+        self.modify(&op, wire::RTM_NEWLINK, 0, finish(&op, b, a)?)
+    }
+
+    /// Enslaves the link to `master` (a bridge index), or releases it with None.
+    pub fn set_master<'a>(&self, link: impl Into<LinkRef<'a>>, master: Option<u32>) -> Result<()> {
+        let link = link.into();
+        let op = match master {
+            Some(m) => Op::new(format!("set master {m} of"), link.to_string()),
+            None => Op::new("release from master", link.to_string()),
+        };
+        self.set_attr(&op, link, wire::IFLA_MASTER, master.unwrap_or(0))
+    }
+
+    pub fn set_mtu<'a>(&self, link: impl Into<LinkRef<'a>>, mtu: u32) -> Result<()> {
+        let link = link.into();
+        self.set_attr(
+            &Op::new(format!("set mtu {mtu} of"), link.to_string()),
+            link,
+            wire::IFLA_MTU,
+            mtu,
+        )
+    }
+
+    pub fn set_mac<'a>(&self, link: impl Into<LinkRef<'a>>, mac: MacAddr) -> Result<()> {
+        let link = link.into();
+        self.set_attr(
+            &Op::new(format!("set mac {mac} of"), link.to_string()),
+            link,
+            wire::IFLA_ADDRESS,
+            mac.0,
+        )
+    }
+
+    /// Renames the link with index `index` (the kernel requires it to be down).
+    pub fn set_name(&self, index: u32, name: &str) -> Result<()> {
+        let link = LinkRef::Index(index);
+        self.set_attr(
+            &Op::new(format!("rename to {name}"), link.to_string()),
+            link,
+            wire::IFLA_IFNAME,
+            name,
+        )
+    }
+
+    /// Moves the link into another namespace (its index may change there).
+    pub fn set_netns<'a>(&self, link: impl Into<LinkRef<'a>>, netns: &Netns) -> Result<()> {
+        let link = link.into();
+        let op = Op::new(format!("move to netns {}", netns.path().display()), link.to_string());
+        self.set_attr(&op, link, wire::IFLA_NET_NS_FD, netns.as_raw_fd() as u32)
+    }
+
+    fn set_attr(&self, op: &Op, link: LinkRef<'_>, ty: u16, value: impl neli::Size + neli::ToBytes) -> Result<()> {
+        let (b, mut a) = link_msg(op, link, wire::AF_UNSPEC)?;
+        a.push(attr(ty, value).map_err(|e| op.encode(e))?);
+        // RTM_NEWLINK without CREATE changes an existing link; unlike RTM_SETLINK it also
+        // applies IFLA_LINKINFO, so every change goes the same way.
+        self.modify(op, wire::RTM_NEWLINK, 0, finish(op, b, a)?)
+    }
+
+    /// Deletes the link (a veth takes its peer with it).
+    pub fn delete_link<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<()> {
+        let link = link.into();
+        let op = Op::new("delete", link.to_string());
+        let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
+        self.modify(&op, wire::RTM_DELLINK, 0, finish(&op, b, a)?)
+    }
+}
+
+/// Decodes an RTM_NEWLINK message.
+pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
+    let msg = Ifinfomsg::from_bytes_with_input(&mut Cursor::new(&m.payload), m.payload.len())
+        .map_err(|e| op.decode(format!("link message: {e}")))?;
+    let flags = msg.ifi_flags().bits();
+    let mut link = Link {
+        index: *msg.ifi_index() as u32,
+        name: String::new(),
+        kind: None,
+        slave_kind: None,
+        mac: None,
+        mtu: 0,
+        master: None,
+        up: flags & IFF_UP != 0,
+        lower_up: flags & IFF_LOWER_UP != 0,
+        oper_state: OperState::Unknown,
+        peer_index: None,
+        link_netnsid: None,
+        macvlan_mode: None,
+        promisc: flags & IFF_PROMISC != 0,
+        flags,
+    };
+    for a in msg.rtattrs().iter() {
+        let p = a.rta_payload().as_ref();
+        match u16::from(*a.rta_type()) & 0x3fff {
+            wire::IFLA_IFNAME => link.name = wire::as_string(p),
+            wire::IFLA_MTU => link.mtu = wire::as_u32(p).unwrap_or(0),
+            wire::IFLA_ADDRESS => link.mac = <[u8; 6]>::try_from(p).ok().map(MacAddr),
+            wire::IFLA_MASTER => link.master = wire::as_u32(p).filter(|m| *m != 0),
+            wire::IFLA_LINK => link.peer_index = wire::as_u32(p).filter(|l| *l != 0),
+            wire::IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|n| n as i32),
+            wire::IFLA_OPERSTATE => link.oper_state = OperState::from_raw(wire::as_u8(p).unwrap_or(0)),
+            wire::IFLA_LINKINFO => decode_linkinfo(p, &mut link),
+            _ => {}
+        }
+    }
+    // IFLA_LINK names the link itself for plain devices.
+    if link.peer_index == Some(link.index) && link.link_netnsid.is_none() {
+        link.peer_index = None;
+    }
+    Ok(link)
+}
+
+fn decode_linkinfo(p: &[u8], link: &mut Link) {
+    for (ty, v) in wire::attrs(p) {
+        match ty {
+            wire::IFLA_INFO_KIND => link.kind = Some(wire::as_string(v)),
+            wire::IFLA_INFO_SLAVE_KIND => link.slave_kind = Some(wire::as_string(v)),
+            _ => {}
+        }
+    }
+    if link.kind.as_deref() == Some("macvlan") {
+        link.macvlan_mode = wire::find(p, wire::IFLA_INFO_DATA)
+            .and_then(|d| wire::find(d, wire::IFLA_MACVLAN_MODE))
+            .and_then(wire::as_u32)
+            .and_then(MacvlanMode::from_raw);
+    }
+}

@@ -1,0 +1,516 @@
+//! Request encoding and reply handling, checked against the fake transport (no root needed).
+use super::wire::*;
+use super::*;
+
+fn handle() -> Handle<FakeTransport> {
+    Handle::with_transport(FakeTransport::new())
+}
+
+fn link(index: u32, name: &str) -> Link {
+    Link {
+        index,
+        name: name.into(),
+        kind: Some("veth".into()),
+        slave_kind: None,
+        mac: Some("0a:00:00:00:00:01".parse().unwrap()),
+        mtu: 1500,
+        master: None,
+        up: false,
+        lower_up: false,
+        oper_state: OperState::Unknown,
+        peer_index: Some(index + 1),
+        link_netnsid: Some(0),
+        macvlan_mode: None,
+        promisc: false,
+        flags: 0,
+    }
+}
+
+fn attr_of(payload: &[u8], header: usize, ty: u16) -> Option<Vec<u8>> {
+    attributes(payload, header)
+        .into_iter()
+        .find(|(t, _)| *t == ty)
+        .map(|(_, p)| p)
+}
+
+fn veth<'a>(name: &'a str, peer: &'a str) -> VethSpec<'a> {
+    VethSpec {
+        name,
+        peer_name: peer,
+        peer_netns: None,
+        mtu: None,
+        mac: None,
+        peer_mac: None,
+        master: None,
+    }
+}
+
+#[test]
+fn a_fifteen_byte_name_is_sent_with_exactly_one_nul() {
+    let h = handle();
+    h.transport().push_ack();
+    h.transport().push_links(&[link(7, "abcdefghijklmno")]);
+    h.create_veth(&veth("abcdefghijklmno", "ponmlkjihgfedcb")).unwrap();
+    let req = &h.transport().requests()[0];
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(),
+        b"abcdefghijklmno\0"
+    );
+    // the peer's name sits in LINKINFO / INFO_DATA / VETH_INFO_PEER (an ifinfomsg + attrs)
+    let info = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_LINKINFO).unwrap();
+    assert_eq!(find(&info, IFLA_INFO_KIND).unwrap(), b"veth\0");
+    let data = find(&info, IFLA_INFO_DATA).unwrap();
+    let peer = find(data, VETH_INFO_PEER).unwrap();
+    assert_eq!(attr_of(peer, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(), b"ponmlkjihgfedcb\0");
+}
+
+#[test]
+fn every_modifying_request_asks_for_an_ack() {
+    let h = handle();
+    let t = h.transport();
+    t.push_ack();
+    t.push_links(&[link(3, "va")]);
+    h.create_veth(&veth("va", "vb")).unwrap();
+    t.push_ack();
+    t.push_links(&[link(4, "br0")]);
+    h.create_bridge(&BridgeSpec {
+        name: "br0",
+        ..Default::default()
+    })
+    .unwrap();
+    h.create_macvlan(&MacvlanSpec {
+        name: "mv0",
+        parent: 3,
+        mode: MacvlanMode::Bridge,
+        netns: None,
+        mtu: None,
+        mac: None,
+        bcqueuelen: None,
+    })
+    .unwrap();
+    h.set_up(3).unwrap();
+    h.set_down(3).unwrap();
+    h.set_master(3, Some(4)).unwrap();
+    h.set_mtu(3, 1400).unwrap();
+    h.set_mac(3, "0a:00:00:00:00:02".parse().unwrap()).unwrap();
+    h.set_promisc(3, true).unwrap();
+    h.set_name(3, "vc").unwrap();
+    h.set_vlan_filtering(4, false).unwrap();
+    h.set_port_flags(
+        3,
+        PortFlags {
+            hairpin: Some(true),
+            isolated: Some(false),
+        },
+    )
+    .unwrap();
+    h.add_port_vlan(
+        3,
+        PortVlan {
+            vid: 10,
+            pvid: true,
+            untagged: true,
+        },
+    )
+    .unwrap();
+    h.delete_port_vlan(3, 10).unwrap();
+    h.add_address(3, "10.0.0.2/24".parse().unwrap(), AddrOptions::default())
+        .unwrap();
+    h.delete_address(3, "10.0.0.2/24".parse().unwrap()).unwrap();
+    let r = RouteSpec::new("10.1.0.0/16".parse().unwrap());
+    h.add_route(&r).unwrap();
+    h.append_route(&r).unwrap();
+    h.replace_route(&r).unwrap();
+    h.delete_route(&r).unwrap();
+    h.delete_link(3).unwrap();
+
+    let modifying: Vec<_> = t
+        .requests()
+        .into_iter()
+        .filter(|m| ![RTM_GETLINK, RTM_GETADDR, RTM_GETROUTE].contains(&m.kind))
+        .collect();
+    assert_eq!(modifying.len(), 21);
+    for m in &modifying {
+        assert_eq!(
+            m.flags & (NLM_F_REQUEST | NLM_F_ACK),
+            NLM_F_REQUEST | NLM_F_ACK,
+            "{m:?}"
+        );
+    }
+    // creates are exclusive: an existing object is an error, never silently reused
+    let creates: Vec<_> = modifying.iter().filter(|m| m.flags & NLM_F_CREATE != 0).collect();
+    assert!(creates
+        .iter()
+        .filter(|m| m.kind == RTM_NEWLINK)
+        .all(|m| m.flags & NLM_F_EXCL != 0));
+}
+
+#[test]
+fn lookups_ask_for_an_ack_too_and_dumps_do_not() {
+    let h = handle();
+    h.transport().push_links(&[link(3, "va")]);
+    h.link_by_name("va").unwrap();
+    h.links().unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(reqs[0].flags, NLM_F_REQUEST | NLM_F_ACK);
+    assert_eq!(reqs[1].flags, NLM_F_REQUEST | NLM_F_DUMP);
+    // strict checking: a link dump header carries nothing but zeros
+    assert!(reqs[1].payload.iter().all(|b| *b == 0), "{:?}", reqs[1].payload);
+}
+
+#[test]
+fn an_interrupted_dump_is_repeated() {
+    let h = handle();
+    let t = h.transport();
+    let stale = Reply {
+        messages: vec![encode_link(&link(3, "old"))],
+        interrupted: true,
+    };
+    t.push_reply(stale.clone());
+    t.push_reply(stale);
+    t.push_links(&[link(3, "va"), link(4, "vb")]);
+    let names: Vec<_> = h.links().unwrap().into_iter().map(|l| l.name).collect();
+    assert_eq!(names, ["va", "vb"]);
+    assert_eq!(t.requests().len(), 3);
+}
+
+#[test]
+fn a_dump_interrupted_every_time_gives_up_with_an_error() {
+    let h = handle();
+    for _ in 0..super::handle::DUMP_ATTEMPTS {
+        h.transport().push_reply(Reply {
+            messages: vec![],
+            interrupted: true,
+        });
+    }
+    let e = h.routes(Family::All).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINTR));
+    assert_eq!(
+        e.to_string(),
+        "list routes: Interrupted system call (dump interrupted 5 times in a row)"
+    );
+    assert_eq!(h.transport().requests().len(), super::handle::DUMP_ATTEMPTS);
+}
+
+#[test]
+fn kernel_errnos_become_kinds_with_op_and_object() {
+    let cases = [
+        (libc::EEXIST, ErrorKind::Exists, "File exists"),
+        (libc::ENODEV, ErrorKind::NotFound, "No such device"),
+        (libc::ENOENT, ErrorKind::NotFound, "No such file or directory"),
+        (libc::ESRCH, ErrorKind::NotFound, "No such process"),
+        (
+            libc::EADDRNOTAVAIL,
+            ErrorKind::NotFound,
+            "Cannot assign requested address",
+        ),
+        (libc::EBUSY, ErrorKind::Busy, "Device or resource busy"),
+        (libc::EINVAL, ErrorKind::Kernel, "Invalid argument"),
+    ];
+    for (errno, kind, text) in cases {
+        let h = handle();
+        h.transport().push_errno(errno);
+        let e = h.delete_link("eth0").unwrap_err();
+        assert_eq!(e.kind(), &kind);
+        assert_eq!(e.errno(), Some(errno));
+        assert_eq!((e.op(), e.object()), ("delete", "eth0"));
+        assert_eq!(e.to_string(), format!("delete eth0: {text}"));
+    }
+}
+
+#[test]
+fn a_missing_link_is_none_on_lookup_and_not_found_on_get() {
+    let h = handle();
+    h.transport().push_errno(libc::ENODEV);
+    assert_eq!(h.link_by_name("eth0").unwrap(), None);
+    h.transport().push_errno(libc::ENODEV);
+    let e = h.link("eth0").unwrap_err();
+    assert!(e.is_not_found());
+    assert_eq!(e.to_string(), "get eth0: not found");
+    h.transport().push_errno(libc::EPERM);
+    assert_eq!(
+        h.link_by_name("eth0").unwrap_err().to_string(),
+        "get eth0: Operation not permitted"
+    );
+}
+
+#[test]
+fn a_veth_clash_with_a_free_host_name_names_the_peer() {
+    let h = handle();
+    h.transport().push_errno(libc::EEXIST);
+    h.transport().push_errno(libc::ENODEV); // the host name is free
+    let e = h.create_veth(&veth("veth1234abcd", "eth0")).unwrap_err();
+    assert!(e.is_exists());
+    assert_eq!(e.to_string(), "create veth peer eth0: File exists");
+
+    let h = handle();
+    h.transport().push_errno(libc::EEXIST);
+    h.transport().push_links(&[link(5, "veth1234abcd")]);
+    let e = h.create_veth(&veth("veth1234abcd", "eth0")).unwrap_err();
+    assert_eq!(e.to_string(), "create veth veth1234abcd: File exists");
+}
+
+#[test]
+fn a_missing_kernel_feature_is_named() {
+    let h = handle();
+    h.transport().push_errno(libc::EOPNOTSUPP);
+    let e = h
+        .create_bridge(&BridgeSpec {
+            name: "br0",
+            vlan_filtering: true,
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::Unsupported {
+            feature: "bridge vlan_filtering".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "create bridge br0: bridge vlan_filtering is not supported by this kernel (Operation not supported)"
+    );
+    // the same errno without a feature at stake stays a plain kernel error
+    h.transport().push_errno(libc::EOPNOTSUPP);
+    let e = h
+        .create_bridge(&BridgeSpec {
+            name: "br0",
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Kernel);
+}
+
+#[test]
+fn veth_create_carries_mtu_macs_master_and_netns_for_both_ends() {
+    let h = handle();
+    h.transport().push_ack();
+    h.transport().push_links(&[link(9, "va")]);
+    let ns = crate::netns::Netns::open("/proc/self/ns/net").unwrap();
+    let spec = VethSpec {
+        name: "va",
+        peer_name: "eth0",
+        peer_netns: Some(&ns),
+        mtu: Some(1400),
+        mac: Some("0a:00:00:00:00:01".parse().unwrap()),
+        peer_mac: Some("0a:00:00:00:00:02".parse().unwrap()),
+        master: Some(4),
+    };
+    let got = h.create_veth(&spec).unwrap();
+    assert_eq!(got.index, 9);
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_NEWLINK);
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_MTU).unwrap(),
+        1400u32.to_ne_bytes()
+    );
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_ADDRESS).unwrap(),
+        [10, 0, 0, 0, 0, 1]
+    );
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_MASTER).unwrap(),
+        4u32.to_ne_bytes()
+    );
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_NET_NS_FD),
+        None,
+        "the host end stays"
+    );
+    let info = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_LINKINFO).unwrap();
+    let peer = find(find(&info, IFLA_INFO_DATA).unwrap(), VETH_INFO_PEER)
+        .unwrap()
+        .to_vec();
+    assert_eq!(attr_of(&peer, IFINFOMSG_LEN, IFLA_MTU).unwrap(), 1400u32.to_ne_bytes());
+    assert_eq!(
+        attr_of(&peer, IFINFOMSG_LEN, IFLA_ADDRESS).unwrap(),
+        [10, 0, 0, 0, 0, 2]
+    );
+    use std::os::fd::AsRawFd;
+    assert_eq!(
+        attr_of(&peer, IFINFOMSG_LEN, IFLA_NET_NS_FD).unwrap(),
+        (ns.as_raw_fd() as u32).to_ne_bytes()
+    );
+}
+
+#[test]
+fn bridge_port_flags_are_a_flagged_nest_sent_to_the_bridge_family() {
+    let h = handle();
+    h.set_port_flags(
+        6,
+        PortFlags {
+            hairpin: Some(true),
+            isolated: Some(true),
+        },
+    )
+    .unwrap();
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_SETLINK);
+    assert_eq!(req.payload[0], AF_BRIDGE);
+    // the raw type must carry NLA_F_NESTED: check the bytes, not the masked type
+    let body = &req.payload[IFINFOMSG_LEN..];
+    assert_eq!(u16::from_ne_bytes([body[2], body[3]]), IFLA_PROTINFO | NLA_F_NESTED);
+    let info = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_PROTINFO).unwrap();
+    assert_eq!(find(&info, IFLA_BRPORT_MODE).unwrap(), [1]);
+    assert_eq!(find(&info, IFLA_BRPORT_ISOLATED).unwrap(), [1]);
+}
+
+#[test]
+fn ipv4_addresses_get_a_broadcast_and_nodad_sets_the_flag() {
+    let h = handle();
+    h.add_address(2, "10.0.0.2/24".parse().unwrap(), AddrOptions::default())
+        .unwrap();
+    h.add_address(2, "10.0.0.2/31".parse().unwrap(), AddrOptions::default())
+        .unwrap();
+    h.add_address(
+        2,
+        "fd00::2/64".parse().unwrap(),
+        AddrOptions {
+            nodad: true,
+            noprefixroute: false,
+        },
+    )
+    .unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(
+        attr_of(&reqs[0].payload, IFADDRMSG_LEN, IFA_BROADCAST).unwrap(),
+        [10, 0, 0, 255]
+    );
+    assert_eq!(attr_of(&reqs[1].payload, IFADDRMSG_LEN, IFA_BROADCAST), None);
+    assert_eq!(
+        attr_of(&reqs[2].payload, IFADDRMSG_LEN, IFA_FLAGS).unwrap(),
+        IFA_F_NODAD.to_ne_bytes()
+    );
+    assert_eq!(reqs[2].payload[0], AF_INET6);
+    assert_eq!(reqs[2].payload[1], 64);
+}
+
+#[test]
+fn route_deletes_use_the_kernels_wildcards_and_skip_metrics() {
+    let h = handle();
+    let r = RouteSpec {
+        gateway: Some("10.0.0.1".parse().unwrap()),
+        mtu: Some(1400),
+        table: Some(1000),
+        ..RouteSpec::new("0.0.0.0/0".parse().unwrap())
+    };
+    h.add_route(&r).unwrap();
+    h.delete_route(&r).unwrap();
+    let reqs = h.transport().requests();
+    let (add, del) = (&reqs[0].payload, &reqs[1].payload);
+    // rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type
+    assert_eq!(&add[..8], &[AF_INET, 0, 0, 0, RT_TABLE_COMPAT, PROTO_BOOT, 0, 1]);
+    assert_eq!(&del[..8], &[AF_INET, 0, 0, 0, RT_TABLE_COMPAT, 0, 255, 1]);
+    assert_eq!(attr_of(add, RTMSG_LEN, RTA_TABLE).unwrap(), 1000u32.to_ne_bytes());
+    assert!(attr_of(add, RTMSG_LEN, RTA_METRICS).is_some());
+    assert!(attr_of(del, RTMSG_LEN, RTA_METRICS).is_none());
+    assert_eq!(attr_of(add, RTMSG_LEN, RTA_DST), None, "a default route has no RTA_DST");
+}
+
+#[test]
+fn links_decode_from_the_kernel_form() {
+    let mut l = link(3, "eth0");
+    l.kind = Some("macvlan".into());
+    l.macvlan_mode = Some(MacvlanMode::Vepa);
+    l.master = Some(2);
+    l.flags = 0x1 | 0x100 | 0x10000;
+    let h = handle();
+    h.transport().push_links(&[l]);
+    let got = h.link("eth0").unwrap();
+    assert_eq!(got.macvlan_mode, Some(MacvlanMode::Vepa));
+    assert_eq!(got.master, Some(2));
+    assert!(got.up && got.promisc && got.lower_up);
+    assert_eq!(got.peer_index, Some(4));
+    assert_eq!(got.mac.unwrap().to_string(), "0a:00:00:00:00:01");
+}
+
+#[test]
+fn a_link_without_a_peer_elsewhere_reports_none() {
+    let mut l = link(3, "br0");
+    l.peer_index = Some(3);
+    l.link_netnsid = None;
+    let h = handle();
+    h.transport().push_links(&[l]);
+    assert_eq!(h.link("br0").unwrap().peer_index, None);
+}
+
+fn v6(index: u32, net: &str, flags: u32) -> Address {
+    Address {
+        index,
+        address: net.parse().unwrap(),
+        scope: Scope::Universe,
+        flags,
+        broadcast: None,
+        label: None,
+    }
+}
+
+#[test]
+fn addresses_decode_with_flags_and_filter_by_link_and_family() {
+    let h = handle();
+    let v4 = Address {
+        index: 2,
+        address: "10.0.0.2/24".parse().unwrap(),
+        scope: Scope::Universe,
+        flags: IFA_F_PERMANENT,
+        broadcast: Some("10.0.0.255".parse().unwrap()),
+        label: None,
+    };
+    // a kernel without strict checking ignores the filter: the layer filters again
+    h.transport()
+        .push_addresses(&[v4.clone(), v6(2, "fd00::2/64", IFA_F_TENTATIVE), v6(3, "fd00::3/64", 0)]);
+    let got = h.addresses(Some(2), Family::V6).unwrap();
+    assert_eq!(got, vec![v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    assert!(got[0].is_tentative());
+    h.transport().push_addresses(std::slice::from_ref(&v4));
+    assert_eq!(h.addresses(Some(2), Family::V4).unwrap(), vec![v4]);
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.flags, NLM_F_REQUEST | NLM_F_DUMP);
+    assert_eq!(req.payload[0], AF_INET6);
+    assert_eq!(
+        u32::from_ne_bytes(req.payload[4..8].try_into().unwrap()),
+        2,
+        "kernel-side filter by link"
+    );
+}
+
+#[test]
+fn settling_waits_for_tentative_addresses_to_clear() {
+    let h = handle();
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_PERMANENT)]);
+    h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(h.transport().requests().len(), 2);
+}
+
+#[test]
+fn settling_stops_at_a_dad_failure() {
+    let h = handle();
+    h.transport()
+        .push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE | IFA_F_DADFAILED)]);
+    let e = h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::DadFailed {
+            address: "fd00::2/64".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "settle addresses of link index 2: duplicate address detection failed for fd00::2/64"
+    );
+}
+
+#[test]
+fn settling_gives_up_at_the_deadline() {
+    let h = handle();
+    h.transport().push_links(&[link(2, "eth0")]);
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    let e = h.settle_addresses("eth0", std::time::Duration::ZERO).unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Timeout);
+    assert_eq!(
+        e.to_string(),
+        "settle addresses of eth0: still tentative after 0 seconds"
+    );
+}

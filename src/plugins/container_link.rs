@@ -1,0 +1,56 @@
+//! The DEL side of a container interface: remove it from the container namespace, treating
+//! everything that is already gone as success (the spec requires DEL to be idempotent).
+use crate::cni::Error;
+use crate::netlink::Handle;
+use crate::netns::Netns;
+
+/// What DEL found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removed {
+    /// The link existed and was deleted.
+    Deleted,
+    /// `CNI_NETNS` was empty, the namespace is gone, or the link is gone.
+    AlreadyGone,
+    /// A link of that name exists but is not of the kind this plugin creates: left alone.
+    NotOurs(String),
+}
+
+/// Open the container namespace for DEL: `None` when there is nothing to clean up there
+/// (no path given, the namespace is gone, or the path no longer holds a namespace, as when
+/// a runtime removed the bind mount but left the file: the reference fails DEL then).
+pub fn open_for_del(netns_path: &str) -> Result<Option<Netns>, Error> {
+    if netns_path.is_empty() {
+        return Ok(None);
+    }
+    match Netns::open(netns_path) {
+        Ok(ns) => Ok(Some(ns)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) if e.is_not_netns() => {
+            eprintln!("cnibox: DEL: {e}; nothing to remove inside it");
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Delete `ifname` in the container namespace if it is a link of `kind` (e.g. "veth").
+pub fn delete(netns_path: &str, ifname: &str, kind: &str) -> Result<Removed, Error> {
+    let Some(ns) = open_for_del(netns_path)? else {
+        return Ok(Removed::AlreadyGone);
+    };
+    let h = Handle::open(&ns)?;
+    let Some(link) = h.link_by_name(ifname)? else {
+        return Ok(Removed::AlreadyGone);
+    };
+    if link.kind.as_deref() != Some(kind) {
+        let found = link.kind.unwrap_or_else(|| "device".into());
+        eprintln!("cnibox: DEL: {ifname} in {netns_path} is a {found}, not a {kind}: left alone");
+        return Ok(Removed::NotOurs(found));
+    }
+    match h.delete_link(link.index) {
+        Ok(()) => Ok(Removed::Deleted),
+        // Deleted by someone else between lookup and delete.
+        Err(e) if e.is_not_found() => Ok(Removed::AlreadyGone),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,166 @@
+//! Putting an IPAM result on the container interface, and checking later that it is still
+//! there: the reference plugins' `ipam.ConfigureIface` and `ip.ValidateExpected*`.
+use crate::cni::result::{IpConfig, Route};
+use crate::cni::{CniResult, Error};
+use crate::netlink::{AddrOptions, Family, Handle, Link, RouteSpec, Scope};
+use crate::netns::Netns;
+use crate::sysctl;
+use ipnetwork::IpNetwork;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// How long to wait for IPv6 duplicate address detection, as the reference does.
+const DAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Find the container interface or fail the way the reference does.
+pub fn lookup(h: &Handle, ifname: &str) -> Result<Link, Error> {
+    match h.link_by_name(ifname)? {
+        Some(l) => Ok(l),
+        None => Err(Error::internal(format!("failed to lookup {ifname:?}: Link not found"))),
+    }
+}
+
+/// Add the result's addresses (those whose `interface` index names `ifname`), bring the link
+/// up, wait for IPv6 DAD when there is an IPv6 gateway, and add the result's routes (a route
+/// without a gateway uses the first gateway of its family). `ns` is the namespace `h` is in
+/// (sysctls are written there).
+pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Result<(), Error> {
+    if result.interfaces.is_empty() {
+        return Err(Error::internal("no interfaces to configure"));
+    }
+    let link = lookup(h, ifname)?;
+    let (mut v4gw, mut v6gw): (Option<IpAddr>, Option<IpAddr>) = (None, None);
+    let mut ipv6_enabled = false;
+    for ip in &result.ips {
+        let Some(idx) = ip.interface else { continue };
+        if result.interfaces.get(idx).map(|i| i.name.as_str()) != Some(ifname) {
+            return Err(Error::internal(format!(
+                "failed to add IP addr {} to {ifname:?}: invalid interface index",
+                ip.address
+            )));
+        }
+        if ip.address.is_ipv6() && !ipv6_enabled {
+            enable_ipv6(ns, ifname)?;
+            ipv6_enabled = true;
+        }
+        h.add_address(link.index, ip.address, AddrOptions::default())
+            .map_err(|e| Error::internal(format!("failed to add IP addr {} to {ifname:?}: {e}", ip.address)))?;
+        match ip.gateway {
+            Some(gw @ IpAddr::V4(_)) if v4gw.is_none() => v4gw = Some(gw),
+            Some(gw @ IpAddr::V6(_)) if v6gw.is_none() => v6gw = Some(gw),
+            _ => {}
+        }
+    }
+    h.set_up(link.index)
+        .map_err(|e| Error::internal(format!("failed to set {ifname:?} UP: {e}")))?;
+    if v6gw.is_some() {
+        h.settle_addresses(link.index, DAD_TIMEOUT)?;
+    }
+    for r in &result.routes {
+        let gw = r.gw.or(if r.dst.is_ipv4() { v4gw } else { v6gw });
+        let mut spec = RouteSpec::new(r.dst);
+        spec.gateway = gw;
+        spec.oif = Some(link.index);
+        spec.metric = r.priority;
+        spec.table = r.table;
+        spec.scope = r.scope.map(Scope::from_raw);
+        spec.mtu = r.mtu;
+        spec.advmss = r.advmss;
+        h.add_route(&spec).map_err(|e| {
+            let via = gw.map(|g| g.to_string()).unwrap_or_else(|| "<nil>".into());
+            Error::internal(format!("failed to add route '{} via {via} dev {ifname}': {e}", r.dst))
+        })?;
+    }
+    Ok(())
+}
+
+/// `disable_ipv6=0` on lo and the interface (only where it is not already 0), and keep
+/// addresses when the link goes down.
+fn enable_ipv6(ns: &Netns, ifname: &str) -> Result<(), Error> {
+    for dev in ["lo", ifname] {
+        let key = sysctl::ipv6_conf(dev, "disable_ipv6");
+        match sysctl::get_in(ns, &key) {
+            Ok(v) if v == "0" => continue,
+            Ok(v) => sysctl::set_in(ns, &key, "0").map_err(|e| {
+                Error::internal(format!("failed to enable IPv6 for interface {dev:?} ({key}={v}): {e}"))
+            })?,
+            // IPv6 may be compiled out or disabled at boot; the address add then says why.
+            Err(e) => eprintln!("cnibox: failed to read sysctl {key:?}: {e}"),
+        }
+    }
+    let _ = sysctl::set_in(ns, &sysctl::ipv6_conf(ifname, "keep_addr_on_down"), "1");
+    Ok(())
+}
+
+/// CHECK: every address is on the interface, with a route to its prefix.
+pub fn check_addresses(h: &Handle, ifname: &str, ips: &[IpConfig]) -> Result<(), Error> {
+    if ips.is_empty() {
+        return Ok(());
+    }
+    let link = h
+        .link_by_name(ifname)?
+        .ok_or_else(|| Error::internal(format!("Cannot find container link {ifname}")))?;
+    let addrs = h.addresses(Some(link.index), Family::All)?;
+    for ip in ips {
+        if !addrs.iter().any(|a| a.address == ip.address) {
+            return Err(Error::internal(format!(
+                "Failed to match addr {} on interface {ifname}",
+                ip.address
+            )));
+        }
+        let prefix = IpNetwork::new(ip.address.network(), ip.address.prefix()).expect("valid prefix");
+        let family = if prefix.is_ipv4() { Family::V4 } else { Family::V6 };
+        if !h.routes(family)?.iter().any(|r| r.dst == prefix) {
+            let gw = ip.gateway.map(|g| g.to_string()).unwrap_or_else(|| "<nil>".into());
+            return Err(Error::internal(format!(
+                "Failed to find Gateway {gw} for interface {ifname}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// CHECK: every route is in the routing table (destination, and gateway when given).
+pub fn check_routes(h: &Handle, routes: &[Route]) -> Result<(), Error> {
+    let mut tables = [(Family::V4, None), (Family::V6, None)];
+    for r in routes {
+        let slot = if r.dst.is_ipv4() {
+            &mut tables[0]
+        } else {
+            &mut tables[1]
+        };
+        if slot.1.is_none() {
+            slot.1 = Some(h.routes(slot.0)?);
+        }
+        let table = slot.1.as_ref().expect("filled");
+        if !table
+            .iter()
+            .any(|t| t.dst == r.dst && (r.gw.is_none() || t.gateway == r.gw))
+        {
+            let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+            return Err(Error::internal(format!(
+                "Expected Route {}{via} not found in routing table",
+                r.dst
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Turn on forwarding in the calling thread's namespace for the families of `ips`.
+pub fn enable_forwarding(ips: &[IpConfig]) -> Result<(), Error> {
+    if ips.iter().any(|ip| ip.address.is_ipv4()) {
+        set_if_needed(sysctl::IPV4_FORWARD)?;
+    }
+    if ips.iter().any(|ip| ip.address.is_ipv6()) {
+        set_if_needed(sysctl::IPV6_FORWARDING_ALL)?;
+    }
+    Ok(())
+}
+
+fn set_if_needed(key: &str) -> Result<(), Error> {
+    if sysctl::get(key).map(|v| v == "1").unwrap_or(false) {
+        return Ok(());
+    }
+    sysctl::set(key, "1").map_err(Error::from)
+}

@@ -1,0 +1,320 @@
+//! The result cache, in libcni's `cniCacheV1` format, so cnibox and a libcni-based runtime
+//! can each DEL what the other added: `<dir>/results/<net>-<cid>-<ifname>`, one line of
+//! compact JSON with the fields in libcni's order and the config base64-encoded.
+//!
+//! Unlike libcni, writes are atomic, and an empty or corrupt file is reported as such
+//! instead of an error, so DEL can go on without it.
+use super::names;
+use crate::util::{atomic, base64};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub const KIND_V1: &str = "cniCacheV1";
+
+/// The attachment a cache file belongs to. Building one validates the names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+}
+
+impl Key {
+    pub fn new(network: &str, container_id: &str, ifname: &str) -> Result<Key, CacheError> {
+        let invalid = |e: names::NameError| CacheError::InvalidKey(e.msg);
+        names::network_name(network).map_err(invalid)?;
+        names::container_id(container_id).map_err(invalid)?;
+        names::interface_name(ifname).map_err(invalid)?;
+        Ok(Key {
+            network: network.into(),
+            container_id: container_id.into(),
+            ifname: ifname.into(),
+        })
+    }
+
+    /// `<net>-<cid>-<ifname>`: one path component, since none of the parts can hold `/`.
+    pub fn file_name(&self) -> String {
+        format!("{}-{}-{}", self.network, self.container_id, self.ifname)
+    }
+}
+
+/// One cached attachment (the `cniCacheV1` object).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub kind: String,
+    #[serde(rename = "containerId", default)]
+    pub container_id: String,
+    /// The exact list bytes ADD ran with.
+    #[serde(serialize_with = "ser_base64", deserialize_with = "de_base64", default)]
+    pub config: Vec<u8>,
+    #[serde(rename = "ifName", default)]
+    pub ifname: String,
+    #[serde(rename = "networkName", default)]
+    pub network: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub netns: String,
+    #[serde(
+        rename = "cniArgs",
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "de_null_default"
+    )]
+    pub cni_args: Vec<(String, String)>,
+    #[serde(
+        rename = "capabilityArgs",
+        default,
+        skip_serializing_if = "Map::is_empty",
+        deserialize_with = "de_null_default"
+    )]
+    pub capability_args: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+}
+
+fn ser_base64<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&base64::encode(bytes))
+}
+
+fn de_base64<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    // Go writes a nil []byte as null.
+    match Option::<String>::deserialize(d)? {
+        None => Ok(Vec::new()),
+        Some(s) => base64::decode(&s).map_err(serde::de::Error::custom),
+    }
+}
+
+fn de_null_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// What reading a cache file found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cached {
+    Missing,
+    Entry(Box<Entry>),
+    /// An old-style cache file: the bare result.
+    Legacy(Value),
+    /// Empty or not JSON: the reason, for a warning.
+    Corrupt(String),
+}
+
+#[derive(Debug)]
+pub enum CacheError {
+    InvalidKey(String),
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        err: std::io::Error,
+    },
+}
+
+impl fmt::Display for CacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::InvalidKey(m) => write!(f, "invalid cache key: {m}"),
+            CacheError::Io { op, path, err } => write!(f, "{op} {}: {err}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+/// The cache directory (`/var/lib/cni` by default).
+#[derive(Debug, Clone)]
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    pub fn new(dir: impl Into<PathBuf>) -> Cache {
+        Cache { dir: dir.into() }
+    }
+
+    pub fn results_dir(&self) -> PathBuf {
+        self.dir.join("results")
+    }
+
+    pub fn path(&self, key: &Key) -> PathBuf {
+        self.results_dir().join(key.file_name())
+    }
+
+    /// The file's bytes: libcni's field order, compact, no trailing newline.
+    pub fn encode(entry: &Entry) -> Vec<u8> {
+        serde_json::to_vec(entry).expect("a cache entry serialises")
+    }
+
+    pub fn write(&self, key: &Key, entry: &Entry) -> Result<(), CacheError> {
+        let dir = self.results_dir();
+        create_private_dir(&dir)?;
+        let path = self.path(key);
+        atomic::write(&path, &Self::encode(entry)).map_err(|err| CacheError::Io { op: "write", path, err })
+    }
+
+    pub fn read(&self, key: &Key) -> Cached {
+        match std::fs::read(self.path(key)) {
+            Ok(bytes) => decode(&bytes),
+            // Like libcni: an unreadable file counts as no cache.
+            Err(_) => Cached::Missing,
+        }
+    }
+
+    /// Remove the file; a missing file is fine.
+    pub fn remove(&self, key: &Key) -> Result<(), CacheError> {
+        let path = self.path(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(CacheError::Io {
+                op: "remove",
+                path,
+                err,
+            }),
+        }
+    }
+
+    /// Every valid `cniCacheV1` entry with a network, container and interface name, in file
+    /// name order (`GetCachedAttachments`); unreadable and foreign files are skipped.
+    pub fn list(&self) -> Vec<Entry> {
+        let Ok(rd) = std::fs::read_dir(self.results_dir()) else {
+            return vec![];
+        };
+        let mut names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter_map(|n| std::fs::read(self.results_dir().join(n)).ok())
+            .filter_map(|bytes| match decode(&bytes) {
+                Cached::Entry(e) => Some(*e),
+                _ => None,
+            })
+            .filter(|e| Key::new(&e.network, &e.container_id, &e.ifname).is_ok())
+            .collect()
+    }
+}
+
+/// Interpret a cache file's bytes as libcni does: `cniCacheV1` if it says so, else the bare
+/// result of the legacy format.
+pub fn decode(bytes: &[u8]) -> Cached {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Cached::Corrupt("the file is empty".into());
+    }
+    let v: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => return Cached::Corrupt(format!("not JSON: {e}")),
+    };
+    if v.get("kind").and_then(Value::as_str) == Some(KIND_V1) {
+        return match serde_json::from_value::<Entry>(v) {
+            Ok(e) => Cached::Entry(Box::new(e)),
+            Err(e) => Cached::Corrupt(format!("malformed {KIND_V1} entry: {e}")),
+        };
+    }
+    if v.is_object() {
+        Cached::Legacy(v)
+    } else {
+        Cached::Corrupt("not a JSON object".into())
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), CacheError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| CacheError::Io {
+            op: "create directory",
+            path: dir.to_path_buf(),
+            err,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry() -> Entry {
+        Entry {
+            kind: KIND_V1.into(),
+            container_id: "ctr1".into(),
+            config: br#"{"cniVersion":"1.0.0"}"#.to_vec(),
+            ifname: "eth0".into(),
+            network: "exnet".into(),
+            netns: "/run/netns/x".into(),
+            cni_args: vec![("IgnoreUnknown".into(), "1".into())],
+            capability_args: json!({"portMappings":[1]}).as_object().unwrap().clone(),
+            result: Some(json!({"cniVersion":"1.0.0","ips":[]})),
+        }
+    }
+
+    #[test]
+    fn encodes_in_libcni_field_order() {
+        let text = String::from_utf8(Cache::encode(&entry())).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"cniCacheV1","containerId":"ctr1","config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAifQ==","ifName":"eth0","networkName":"exnet","netns":"/run/netns/x","cniArgs":[["IgnoreUnknown","1"]],"capabilityArgs":{"portMappings":[1]},"result":{"cniVersion":"1.0.0","ips":[]}}"#
+        );
+        let mut bare = entry();
+        bare.netns.clear();
+        bare.cni_args.clear();
+        bare.capability_args.clear();
+        bare.result = None;
+        assert_eq!(
+            String::from_utf8(Cache::encode(&bare)).unwrap(),
+            r#"{"kind":"cniCacheV1","containerId":"ctr1","config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAifQ==","ifName":"eth0","networkName":"exnet"}"#
+        );
+    }
+
+    #[test]
+    fn decodes_libcni_files_and_oddities() {
+        let observed = br#"{"kind":"cniCacheV1","containerId":"ctr1","config":"eyJ9","ifName":"eth0","networkName":"exnet","cniArgs":null,"result":{"cniVersion":"1.0.0"}}"#;
+        let Cached::Entry(e) = decode(observed) else {
+            panic!("not an entry")
+        };
+        assert_eq!(e.config, b"{\"}");
+        assert!(e.cni_args.is_empty());
+        assert_eq!(
+            decode(br#"{"cniVersion":"0.4.0","ips":[]}"#),
+            Cached::Legacy(json!({"cniVersion":"0.4.0","ips":[]}))
+        );
+        assert_eq!(decode(b""), Cached::Corrupt("the file is empty".into()));
+        assert!(matches!(decode(b"{\"kind\":\"cniCa"), Cached::Corrupt(m) if m.starts_with("not JSON")));
+        assert!(
+            matches!(decode(br#"{"kind":"cniCacheV1","config":"!!"}"#), Cached::Corrupt(m) if m.contains("malformed"))
+        );
+    }
+
+    #[test]
+    fn write_read_remove_and_list() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::new(d.path());
+        let key = Key::new("exnet", "ctr1", "eth0").unwrap();
+        assert_eq!(cache.read(&key), Cached::Missing);
+        cache.write(&key, &entry()).unwrap();
+        assert_eq!(cache.path(&key), d.path().join("results/exnet-ctr1-eth0"));
+        assert_eq!(cache.read(&key), Cached::Entry(Box::new(entry())));
+        std::fs::write(cache.results_dir().join("junk"), b"").unwrap();
+        assert_eq!(cache.list(), vec![entry()]);
+        cache.remove(&key).unwrap();
+        cache.remove(&key).unwrap();
+        assert_eq!(cache.read(&key), Cached::Missing);
+    }
+
+    #[test]
+    fn keys_cannot_escape_the_directory() {
+        for (n, c, i) in [
+            ("..", "c", "eth0"),
+            ("n", "../c", "eth0"),
+            ("n", "c", ".."),
+            ("n/x", "c", "e"),
+            ("n", "c\0", "e"),
+        ] {
+            assert!(
+                matches!(Key::new(n, c, i), Err(CacheError::InvalidKey(_))),
+                "{n:?} {c:?} {i:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Advisory locks in the cache dir, so two operations on one attachment never overlap and
+//! GC never runs beside an ADD or DEL of the same network. Lock files are never removed:
+//! deleting a lock file while another process waits on it would split the lock in two.
+use super::cache::Key;
+use nix::fcntl::{Flock, FlockArg};
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// A held lock; released when dropped (or when the process dies).
+pub struct Held {
+    _lock: Flock<File>,
+}
+
+#[derive(Debug)]
+pub struct LockError {
+    pub path: PathBuf,
+    pub msg: String,
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lock {}: {}", self.path.display(), self.msg)
+    }
+}
+
+impl std::error::Error for LockError {}
+
+fn take(path: &Path, how: FlockArg) -> Result<Held, LockError> {
+    let err = |msg: String| LockError {
+        path: path.to_path_buf(),
+        msg,
+    };
+    if let Some(dir) = path.parent() {
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .recursive(true)
+            .create(dir)
+            .map_err(|e| err(format!("create directory: {e}")))?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| err(e.to_string()))?;
+    take_retry(file, how).map_err(|e| err(e.to_string()))
+}
+
+fn take_retry(mut file: File, how: FlockArg) -> Result<Held, nix::errno::Errno> {
+    loop {
+        match Flock::lock(file, how) {
+            Ok(l) => return Ok(Held { _lock: l }),
+            Err((f, nix::errno::Errno::EINTR)) => file = f,
+            Err((_, e)) => return Err(e),
+        }
+    }
+}
+
+pub fn network_path(cache_dir: &Path, network: &str) -> PathBuf {
+    cache_dir.join("locks").join("networks").join(network)
+}
+
+pub fn attachment_path(cache_dir: &Path, key: &Key) -> PathBuf {
+    cache_dir.join("locks").join(key.file_name())
+}
+
+/// For the OCI hook: one hook at a time on a host (plugins of several networks and the
+/// re-ADD of a re-created container must not interleave).
+pub fn hook(cache_dir: &Path) -> Result<Held, LockError> {
+    take(&cache_dir.join("locks").join("oci-hook"), FlockArg::LockExclusive)
+}
+
+/// For ADD, CHECK and DEL: the network shared (GC excluded), the attachment exclusive.
+pub fn attachment(cache_dir: &Path, key: &Key) -> Result<(Held, Held), LockError> {
+    let net = take(&network_path(cache_dir, &key.network), FlockArg::LockShared)?;
+    let one = take(&attachment_path(cache_dir, key), FlockArg::LockExclusive)?;
+    Ok((net, one))
+}
+
+/// For GC: the whole network, exclusive.
+pub fn network(cache_dir: &Path, network: &str) -> Result<Held, LockError> {
+    take(&network_path(cache_dir, network), FlockArg::LockExclusive)
+}
+
+/// For GC's own DELs, under the network lock it already holds.
+pub fn attachment_only(cache_dir: &Path, key: &Key) -> Result<Held, LockError> {
+    take(&attachment_path(cache_dir, key), FlockArg::LockExclusive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exclusive_excludes_and_release_on_drop() {
+        let d = tempfile::tempdir().unwrap();
+        let key = Key::new("n", "c", "eth0").unwrap();
+        let held = attachment(d.path(), &key).unwrap();
+        // flock conflicts between open file descriptions, also within one process.
+        let f = File::open(attachment_path(d.path(), &key)).unwrap();
+        let f = match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+            Ok(_) => panic!("second exclusive lock granted"),
+            Err((f, e)) => {
+                assert_eq!(e, nix::errno::Errno::EWOULDBLOCK);
+                f
+            }
+        };
+        let g = File::open(network_path(d.path(), "n")).unwrap();
+        assert!(
+            Flock::lock(g, FlockArg::LockExclusiveNonblock).is_err(),
+            "GC lock granted during ADD"
+        );
+        drop(held);
+        assert!(Flock::lock(f, FlockArg::LockExclusiveNonblock).is_ok());
+    }
+}

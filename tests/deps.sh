@@ -1,0 +1,24 @@
+#!/bin/sh
+# Install what the test suite needs, and only what is missing (Debian/Ubuntu, run as root).
+# iproute2: namespaces and state checks; nftables/iptables: masquerade rules; crun: OCI hook
+# tests (runc too); jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
+# oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
+# golang-github-appc-cni-dev: the libcni interop test; time/strace/hyperfine: make bench.
+set -eu
+PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
+golang-go golang-github-appc-cni-dev time strace hyperfine"
+[ "$#" -gt 0 ] && PKGS="$*"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing packages:$missing (run as root: sudo make test)" >&2
+    exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
