@@ -539,3 +539,77 @@ fn difference_failed_add_leaves_nothing() {
         }
     }
 }
+
+/// CHECK: both accept their own ADD result and fail the same way on a missing prevResult
+/// and on an address that is not there.
+#[test]
+fn check_outcomes() {
+    if !reference_or_skip() {
+        return;
+    }
+    let mut seen: Vec<Vec<Value>> = vec![];
+    for side in [Side::Reference, Side::Cnibox] {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = conf(
+            &env,
+            "1.0.0",
+            json!({"isDefaultGateway": true, "ipam": ipam(&["10.1.2.0/24"])}),
+        );
+        let r = run(&env, side, "ADD", "d", ctr.path_str(), &c, "").success();
+        let mut outcomes = vec![];
+        let mut with_prev = c.clone();
+        with_prev["prevResult"] = r.clone();
+        outcomes.push(masked(
+            &run(&env, side, "CHECK", "d", ctr.path_str(), &with_prev, ""),
+            "",
+        ));
+        outcomes.push(masked(&run(&env, side, "CHECK", "d", ctr.path_str(), &c, ""), ""));
+        let mut wrong = with_prev.clone();
+        wrong["prevResult"]["ips"][0]["address"] = "10.1.2.99/24".into();
+        outcomes.push(masked(&run(&env, side, "CHECK", "d", ctr.path_str(), &wrong, ""), ""));
+        for o in outcomes.iter_mut() {
+            o.as_object_mut().unwrap().remove("raw_version");
+        }
+        run(&env, side, "DEL", "d", ctr.path_str(), &c, "").success();
+        seen.push(outcomes);
+    }
+    assert_eq!(seen[0][0], json!({"exit": 0}));
+    assert_eq!(seen[1], seen[0]);
+}
+
+/// DEL in the states a runtime may call it in: twice, without a netns, after the netns is
+/// gone. Both succeed every time and release the address.
+#[test]
+fn del_outcomes() {
+    if !reference_or_skip() {
+        return;
+    }
+    for case in ["twice", "no netns", "netns gone"] {
+        for side in [Side::Reference, Side::Cnibox] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let c = conf(
+                &env,
+                "1.0.0",
+                json!({"isGateway": true, "ipam": ipam(&["10.1.2.0/24"])}),
+            );
+            run(&env, side, "ADD", "d", ctr.path_str(), &c, "").success();
+            let path = ctr.path_str().to_string();
+            let netns = match case {
+                "no netns" => String::new(),
+                "netns gone" => {
+                    drop(ctr);
+                    path
+                }
+                _ => path,
+            };
+            for _ in 0..2 {
+                let out = run(&env, side, "DEL", "d", &netns, &c, "");
+                assert_eq!(out.code, 0, "{case} {side:?}: {out:?}");
+                assert!(out.stdout.is_empty(), "{case} {side:?}: {out:?}");
+            }
+            assert!(reservations(&env).is_empty(), "{case} {side:?}");
+        }
+    }
+}
