@@ -32,7 +32,7 @@ pub struct Bridge;
 
 impl Plugin for Bridge {
     fn about(&self) -> &'static str {
-        "bridge plugin (cnibox)"
+        concat!("bridge plugin cnibox ", env!("CARGO_PKG_VERSION"))
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
