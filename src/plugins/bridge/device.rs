@@ -22,11 +22,6 @@ const PORT_UP_POLL: Duration = Duration::from_millis(10);
 /// The VLAN a fresh bridge port gets by default (the bridge's default_pvid).
 const DEFAULT_PVID: u16 = 1;
 
-/// The bridge as this ADD found or made it.
-pub struct Bridge {
-    pub link: Link,
-}
-
 /// A random locally administered unicast MAC.
 fn random_local_mac() -> Result<MacAddr, Error> {
     let mut b = [0u8; 6];
@@ -57,7 +52,7 @@ fn check_is_bridge(link: Link, name: &str) -> Result<Link, Error> {
 /// in the create request itself (the kernel then never recomputes it); a bridge that
 /// already existed gets its current MAC set explicitly, which pins it the same way. The
 /// reference pins only bridges that get a gateway address; here L2 bridges are pinned too.
-pub fn ensure_bridge(h: &Handle, conf: &NetConf) -> Result<Bridge, Error> {
+pub fn ensure_bridge(h: &Handle, conf: &NetConf) -> Result<Link, Error> {
     let name = conf.bridge.as_str();
     let wrap = |e: netlink::Error| Error::internal(format!("failed to create bridge {name:?}: {e}"));
     let link = match h.link_by_name(name).map_err(wrap)? {
@@ -97,7 +92,7 @@ pub fn ensure_bridge(h: &Handle, conf: &NetConf) -> Result<Bridge, Error> {
     if !link.up {
         h.set_up(link.index).map_err(wrap)?;
     }
-    Ok(Bridge { link })
+    Ok(link)
 }
 
 fn vlan_filtering_unsupported(bridge: &str, e: &netlink::Error) -> Error {

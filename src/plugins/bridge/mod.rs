@@ -21,12 +21,13 @@ pub mod gateway;
 
 use crate::cni::result::Interface;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{Handle, MacAddr};
+use crate::netlink::{Handle, Link, MacAddr};
 use crate::netns::Netns;
 use crate::plugins::rollback::Rollback;
 use crate::plugins::{container_link, iface, ipmasq, l3, spoofcheck};
 use crate::sysctl;
 use config::NetConf;
+use ipnetwork::IpNetwork;
 
 pub struct Bridge;
 
@@ -105,7 +106,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     let cont = Handle::open(&netns)?;
 
     let mut rollback = Rollback::new();
-    let host_veth = device::create_veth(&host, &netns, &req.ifname, conf.mtu, mac, bridge.link.index)?;
+    let host_veth = device::create_veth(&host, &netns, &req.ifname, conf.mtu, mac, bridge.index)?;
     let host_index = host_veth.index;
     let host_ref = &host;
     rollback.push(format!("delete veth {}", host_veth.name), move || {
@@ -119,8 +120,8 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         cni_version: req.cni_version.clone(),
         interfaces: vec![
             Interface {
-                name: bridge.link.name.clone(),
-                mac: bridge.link.mac.map(|m| m.to_string()),
+                name: bridge.name.clone(),
+                mac: bridge.mac.map(|m| m.to_string()),
                 ..Default::default()
             },
             Interface {
@@ -157,43 +158,10 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         result.dns = ipam_result.dns;
         let gateways = gateway::apply(&mut result, conf);
 
-        // DAD is off on the container veth unless asked for: the bridge is a private L2
-        // segment, and waiting seconds for DAD is the reference's best-known slowdown.
-        netns.run(|| {
-            let dad = |leaf: &str| sysctl::ipv6_conf(&req.ifname, leaf);
-            if conf.enable_dad {
-                let _ = sysctl::set(&dad("enhanced_dad"), "1");
-                let _ = sysctl::set(&dad("accept_dad"), "1");
-            } else {
-                let _ = sysctl::set(&dad("accept_dad"), "0");
-            }
-            let _ = sysctl::set(&sysctl::ipv4_conf(&req.ifname, "arp_notify"), "1");
-        })?;
+        container_sysctls(&netns, &req.ifname, conf.enable_dad)?;
         iface::configure(&netns, &cont, &req.ifname, &result)?;
-
         if conf.is_gateway && !gateways.is_empty() {
-            let target = if conf.vlan != 0 {
-                let vlan_if = device::ensure_vlan_interface(&host, &bridge.link, conf)?;
-                result.interfaces.push(Interface {
-                    name: vlan_if.name.clone(),
-                    mac: vlan_if.mac.map(|m| m.to_string()),
-                    ..Default::default()
-                });
-                vlan_if
-            } else {
-                bridge.link.clone()
-            };
-            for gw in &gateways {
-                device::ensure_addr(&host, &target, *gw, conf.force_address).map_err(|e| {
-                    let what = if conf.vlan != 0 {
-                        "failed to set vlan interface for bridge with addr"
-                    } else {
-                        "failed to set bridge addr"
-                    };
-                    e.context(what)
-                })?;
-            }
-            iface::enable_forwarding(&result.ips).map_err(|e| e.context("failed to enable forwarding"))?;
+            put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
         }
 
         if let Some(backend) = masq_backend {
@@ -216,13 +184,57 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         device::wait_port_up(&host, host_index)?
     };
     result.interfaces[1].mac = host_veth.mac.map(|m| m.to_string());
-    let br = host.link(bridge.link.index)?;
+    let br = host.link(bridge.index)?;
     result.interfaces[0].mac = br.mac.map(|m| m.to_string());
     result.interfaces[2].mac = cont.link(cont_link.index)?.mac.map(|m| m.to_string());
 
     result.dns = cniconf::dns_override(&result.dns, &conf.dns);
     rollback.commit();
     Ok(result)
+}
+
+/// DAD is off on the container veth unless asked for (the bridge is a private L2 segment,
+/// and waiting seconds for DAD is the reference's best-known slowdown); ARP notifications on,
+/// so neighbours learn a reused address's new MAC at once. Errors are ignored, as in the
+/// reference (IPv6 may be disabled).
+fn container_sysctls(netns: &Netns, ifname: &str, enable_dad: bool) -> Result<(), Error> {
+    netns.run(|| {
+        let dad = |leaf: &str| sysctl::ipv6_conf(ifname, leaf);
+        if enable_dad {
+            let _ = sysctl::set(&dad("enhanced_dad"), "1");
+            let _ = sysctl::set(&dad("accept_dad"), "1");
+        } else {
+            let _ = sysctl::set(&dad("accept_dad"), "0");
+        }
+        let _ = sysctl::set(&sysctl::ipv4_conf(ifname, "arp_notify"), "1");
+    })?;
+    Ok(())
+}
+
+/// isGateway: the gateway addresses go on the bridge (or on `<bridge>.<vlan>`, then listed
+/// as a fourth interface), and forwarding is turned on for their families.
+fn put_gateways(
+    host: &Handle,
+    bridge: &Link,
+    conf: &NetConf,
+    gateways: &[IpNetwork],
+    result: &mut CniResult,
+) -> Result<(), Error> {
+    let (target, what) = if conf.vlan != 0 {
+        let vlan_if = device::ensure_vlan_interface(host, bridge, conf)?;
+        result.interfaces.push(Interface {
+            name: vlan_if.name.clone(),
+            mac: vlan_if.mac.map(|m| m.to_string()),
+            ..Default::default()
+        });
+        (vlan_if, "failed to set vlan interface for bridge with addr")
+    } else {
+        (bridge.clone(), "failed to set bridge addr")
+    };
+    for gw in gateways {
+        device::ensure_addr(host, &target, *gw, conf.force_address).map_err(|e| e.context(what))?;
+    }
+    iface::enable_forwarding(&result.ips).map_err(|e| e.context("failed to enable forwarding"))
 }
 
 /// DEL, idempotent in every state: the container link first (so no address is released
