@@ -994,3 +994,32 @@ fn vlan_on_an_existing_bridge() {
     }
     assert_clean(&env, "vx", Some(&ctr));
 }
+
+/// DEL leaves a container interface of another kind alone (it is not this plugin's) and
+/// still releases the address.
+#[test]
+fn del_leaves_a_foreign_interface_alone() {
+    let env = TestEnv::new();
+    let ctr = env.container();
+    let c = conf(&env, "1.0.0", json!({"ipam": ipam(&["10.1.2.0/24"])}));
+    add(&env, "fo", &ctr, &c).success();
+    ctr.ip(&["link", "del", IFNAME]);
+    ctr.ip(&["link", "add", IFNAME, "type", "bridge"]);
+    del(&env, "fo", ctr.path_str(), &c).success();
+    assert!(ctr.has_link(IFNAME));
+    assert_eq!(links_of_kind(&ctr, "bridge"), vec![IFNAME.to_string()]);
+    assert_clean(&env, "fo", None);
+}
+
+/// STATUS is forwarded to IPAM and fails when IPAM cannot be found.
+#[test]
+fn status_fails_without_its_ipam_plugin() {
+    let env = TestEnv::new();
+    let c = conf(&env, "1.1.0", json!({"ipam": {"type": "no-such-ipam"}}));
+    let out = env.call("bridge").command("STATUS").config(&c).run();
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("no-such-ipam"), "{out:?}");
+    let old = conf(&env, "1.0.0", json!({"ipam": {"type": "no-such-ipam"}}));
+    let out = env.call("bridge").command("STATUS").config(&old).run();
+    assert!(out.stdout.contains("config version does not allow STATUS"), "{out:?}");
+}
