@@ -199,6 +199,9 @@ impl Plugin for Macvlan {
                 .map_err(|e| Error::internal(format!("failed to set {:?} UP: {e}", req.ifname)))?,
         }
         result.dns = conf.dns;
+        // An L2 result cannot be printed for 0.1.0/0.2.0: fail while the rollback can
+        // still remove the link (the reference leaves it behind then).
+        result.to_json(&req.cni_version)?;
         rollback.commit();
         Ok(result)
     }

@@ -11,7 +11,7 @@ use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{Dns, Interface, IpConfig};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{self, AddrOptions, Handle, Link, MacAddr, RouteSpec, Scope, VethSpec};
+use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, VethSpec};
 use crate::netns::Netns;
 use crate::sysctl;
 use ipnetwork::IpNetwork;
@@ -154,6 +154,9 @@ impl Plugin for Veth {
         }
 
         result.dns = cniconf::dns_override(&result.dns, &conf.dns);
+        // A result the config's version cannot express fails here, while the rollback
+        // can still undo the ADD (the reference leaves everything behind then).
+        result.to_json(&req.cni_version)?;
         rollback.commit();
         Ok(result)
     }
@@ -170,7 +173,16 @@ impl Plugin for Veth {
             }
         };
         // The host end, its gateway address and host routes go with the pair.
-        keep(container_link::delete(&req.netns, &req.ifname, "veth").map(drop));
+        let removed = container_link::delete(&req.netns, &req.ifname, "veth");
+        if let Ok(container_link::Removed::AlreadyGone) = removed {
+            // Without the netns the pair can still be found from the host side.
+            match cniconf::prev_result(req) {
+                Ok(Some(prev)) => keep(delete_host_end(&prev)),
+                Ok(None) => {}
+                Err(e) => eprintln!("cnibox veth: DEL: ignoring prevResult: {}", e.msg),
+            }
+        }
+        keep(removed.map(drop));
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.
             keep(ipmasq::teardown(attachment(req)).map_err(Error::from));
@@ -351,6 +363,45 @@ fn configure_host(host: &Handle, link: &Link, result: &CniResult) -> Result<(), 
         route.scope = Some(Scope::Host);
         match host.add_route(&route) {
             Err(e) if !e.is_exists() => return Err(Error::internal(format!("failed to add route on host: {e}"))),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// DEL without a usable netns: the host end named in prevResult is deleted (taking the
+/// container end with it) when it is provably this attachment's: a veth carrying the host
+/// route to every address of the result (IPAM addresses are unique).
+fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
+    if prev.ips.is_empty() {
+        return Ok(());
+    }
+    let host = Handle::current()?;
+    let candidates = prev
+        .interfaces
+        .iter()
+        .filter(|i| i.sandbox.as_deref().unwrap_or_default().is_empty());
+    for intf in candidates {
+        let Some(link) = host.link_by_name(&intf.name)? else {
+            continue;
+        };
+        if link.kind.as_deref() != Some("veth") {
+            continue;
+        }
+        let routes = host.routes(Family::All)?;
+        let carries_all = prev.ips.iter().all(|ip| {
+            let dst = host_prefix(ip.address.ip());
+            routes.iter().any(|r| r.oif == Some(link.index) && r.dst == dst)
+        });
+        if !carries_all {
+            eprintln!(
+                "cnibox veth: DEL: {} does not route this attachment's addresses: left alone",
+                link.name
+            );
+            continue;
+        }
+        match host.delete_link(link.index) {
+            Err(e) if !e.is_not_found() => return Err(e.into()),
             _ => {}
         }
     }
