@@ -761,3 +761,41 @@ fn differential_del_without_master() {
     w.call("DEL", &c).success();
     w.assert_clean("DEL without master");
 }
+
+/// The shipped example network runs through cnitool once its placeholder master is
+/// replaced (reservations kept in the test's dir).
+#[test]
+fn example_conflist_works_with_cnitool() {
+    let w = World::new(Placement::Absent);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/30-macvlan.conflist");
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(list["plugins"][0]["type"], "macvlan");
+    assert_eq!(list["plugins"][0]["master"], "eth0", "the placeholder users replace");
+    list["plugins"][0]["master"] = json!(w.master);
+    list["plugins"][0]["ipam"]["dataDir"] = json!(w.env.data_dir);
+    let conf_dir = w.env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    std::fs::write(conf_dir.join("30-macvlan.conflist"), list.to_string()).unwrap();
+    let tool = |verb: &str| {
+        w.env
+            .tool("cnitool")
+            .args([verb, "cnibox-macvlan", w.ns.path_str()])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", w.env.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", w.env.cache_dir.to_str().unwrap())
+            .run()
+    };
+    let r = tool("add").success();
+    assert_eq!(r["ips"][0]["address"], "192.168.77.100/24", "{r}");
+    assert_eq!(r["ips"][0]["gateway"], "192.168.77.1", "{r}");
+    assert!(
+        routes(&w.ns).iter().any(|r| r == "default via 192.168.77.1 dev eth0"),
+        "{:?}",
+        routes(&w.ns)
+    );
+    assert_eq!(link_json(&w.ns, "eth0")["linkinfo"]["info_data"]["mode"], "bridge");
+    tool("check").success();
+    tool("del").success();
+    assert!(!w.ns.has_link("eth0"));
+    assert_eq!(reservations(&w.env, "cnibox-macvlan"), Vec::<String>::new());
+}

@@ -796,3 +796,37 @@ fn differential_errors_match_the_reference() {
         .run();
     assert_eq!(ours.failure(999), theirs.failure(999));
 }
+
+/// The shipped example network runs through cnitool (reservations kept in the test's dir).
+#[test]
+fn example_conflist_works_with_cnitool() {
+    let env = TestEnv::new();
+    let ns = env.container();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/20-veth.conflist");
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(list["plugins"][0]["type"], "veth");
+    list["plugins"][0]["ipam"]["dataDir"] = json!(env.data_dir);
+    let conf_dir = env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    std::fs::write(conf_dir.join("20-veth.conflist"), list.to_string()).unwrap();
+    let tool = |verb: &str| {
+        env.tool("cnitool")
+            .args([verb, "cnibox-veth", ns.path_str()])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", env.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", env.cache_dir.to_str().unwrap())
+            .run()
+    };
+    let r = tool("add").success();
+    assert_eq!(r["ips"][0]["address"], "10.89.0.2/24", "{r}");
+    assert_eq!(ns.ip_json(&["link", "show", "eth0"])[0]["mtu"], json!(1400));
+    assert!(ns.ping("10.89.0.1"));
+    assert!(routes(&ns).iter().any(|r| r == "default via 10.89.0.1 dev eth0"));
+    assert_eq!(masq_rules(&env.host).len(), 1);
+    tool("check").success();
+    tool("del").success();
+    assert!(!ns.has_link("eth0"));
+    assert!(host_veths(&env).is_empty());
+    assert_eq!(masq_rules(&env.host), Vec::<String>::new());
+    assert_eq!(reservations(&env, "cnibox-veth"), Vec::<String>::new());
+}
