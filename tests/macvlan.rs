@@ -541,7 +541,11 @@ fn del_is_idempotent_in_every_state() {
                 let what = format!("{placement:?} {version} {state:?}");
                 let netns = match state {
                     State::NetnsPathEmpty => String::new(),
-                    State::NetnsGone => "/run/netns/cnibox-gone".to_string(),
+                    State::NetnsGone => {
+                        // the kernel destroys the macvlan with its namespace
+                        common::run_ok(std::process::Command::new("ip").args(["netns", "del", &w.ns.name]));
+                        w.ns.path_str().to_string()
+                    }
                     State::LinkGone => {
                         w.ns.ip(&["link", "del", IFNAME]);
                         w.ns.path_str().to_string()
@@ -555,6 +559,8 @@ fn del_is_idempotent_in_every_state() {
                 for round in 1..=2 {
                     w.call_in("DEL", &del_conf, &netns).success();
                     assert_eq!(reservations(&w.env, NET), Vec::<String>::new(), "{what} #{round}");
+                    // Without a netns path nothing can reach the link; it goes with the
+                    // namespace when the runtime removes it.
                     if !matches!(state, State::NetnsPathEmpty | State::NetnsGone) {
                         w.assert_clean(&format!("{what} #{round}"));
                     }
@@ -798,4 +804,70 @@ fn example_conflist_works_with_cnitool() {
     tool("del").success();
     assert!(!w.ns.has_link("eth0"));
     assert_eq!(reservations(&w.env, "cnibox-macvlan"), Vec::<String>::new());
+}
+
+#[test]
+fn every_mode_is_created_and_checked() {
+    for placement in PLACEMENTS {
+        for mode in ["bridge", "private", "vepa", "passthru"] {
+            let w = World::new(placement);
+            let c = w.conf("1.1.0", json!({"mode": mode}));
+            let r = w.call("ADD", &c).success();
+            assert_eq!(
+                link_json(&w.ns, IFNAME)["linkinfo"]["info_data"]["mode"],
+                mode,
+                "{placement:?}"
+            );
+            w.call("CHECK", &with_prev(&c, &r)).success();
+            w.call("DEL", &with_prev(&c, &r)).success();
+            w.assert_clean(&format!("{placement:?} {mode}"));
+        }
+    }
+}
+
+#[test]
+fn bcqueuelen_is_set_at_creation() {
+    for placement in PLACEMENTS {
+        let w = World::new(placement);
+        let c = w.conf("1.0.0", json!({"bcqueuelen": 123}));
+        w.call("ADD", &c).success();
+        assert_eq!(
+            link_json(&w.ns, IFNAME)["linkinfo"]["info_data"]["bcqueuelen"],
+            json!(123)
+        );
+        w.call("DEL", &c).success();
+        let msg = w.call("ADD", &w.conf("1.0.0", json!({"bcqueuelen": -1}))).failure(999);
+        assert!(msg.starts_with("failed to load netconf: "), "{msg}");
+        w.assert_clean(&format!("{placement:?}"));
+    }
+}
+
+/// IPv6 on a macvlan keeps DAD (a real shared segment): ADD returns once the address has
+/// left the tentative state, and two containers reach each other over IPv6.
+#[test]
+fn dual_stack_keeps_dad_and_waits_for_it() {
+    let w = World::new(Placement::Host);
+    let other = w.env.container();
+    let c = w.conf(
+        "1.0.0",
+        json!({"ipam": {"ranges": [[{"subnet": "10.1.2.0/24"}], [{"subnet": "2001:db8:7::/64"}]]}}),
+    );
+    let r = w.call("ADD", &c).success();
+    assert_eq!(r["ips"].as_array().unwrap().len(), 2, "{r}");
+    w.env
+        .call("macvlan")
+        .verb("ADD", "ctr2", other.path_str(), IFNAME)
+        .config(&c)
+        .run()
+        .success();
+    for ns in [&w.ns, &other] {
+        assert_eq!(ns.sysctl(&format!("net/ipv6/conf/{IFNAME}/accept_dad")), "1");
+        let a = ns.ip_json(&["-6", "addr", "show", "dev", IFNAME, "scope", "global"]);
+        let info = &a[0]["addr_info"][0];
+        assert!(info.get("tentative").is_none(), "still tentative after ADD: {info}");
+    }
+    assert!(w.ns.ping("2001:db8:7::3"));
+    assert!(other.ping("10.1.2.2"));
+    w.call("CHECK", &with_prev(&c, &r)).success();
+    w.call("DEL", &with_prev(&c, &r)).success();
 }
