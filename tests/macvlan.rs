@@ -871,3 +871,24 @@ fn dual_stack_keeps_dad_and_waits_for_it() {
     w.call("CHECK", &with_prev(&c, &r)).success();
     w.call("DEL", &with_prev(&c, &r)).success();
 }
+
+#[test]
+fn empty_ipam_result_removes_the_link_and_releases() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new(Placement::Host);
+    let record = w.env.tmp.path().join("ipam-calls");
+    let script = w.env.bin_dir.join("fake-ipam");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$CNI_COMMAND\" >> {}\n[ \"$CNI_COMMAND\" = ADD ] && echo '{{\"cniVersion\":\"1.0.0\",\"ips\":[]}}'\nexit 0\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = w.conf("1.0.0", json!({"ipam": {"type": "fake-ipam"}}));
+    assert_eq!(w.call("ADD", &c).failure(999), "IPAM plugin returned missing IP config");
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n");
+    w.assert_clean("empty IPAM result");
+}

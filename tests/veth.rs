@@ -830,3 +830,50 @@ fn example_conflist_works_with_cnitool() {
     assert_eq!(masq_rules(&env.host), Vec::<String>::new());
     assert_eq!(reservations(&env, "cnibox-veth"), Vec::<String>::new());
 }
+
+/// An IPAM plugin (a script in the CNI_PATH) that records its verbs and answers ADD with
+/// `result`.
+fn fake_ipam(env: &TestEnv, result: &Value) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let record = env.tmp.path().join("ipam-calls");
+    let script = env.bin_dir.join("fake-ipam");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$CNI_COMMAND\" >> {}\n[ \"$CNI_COMMAND\" = ADD ] && echo '{}'\nexit 0\n",
+            record.display(),
+            result
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    record
+}
+
+#[test]
+fn ipam_results_without_gateway_or_addresses_are_released() {
+    for (result, want) in [
+        (
+            json!({"cniVersion": "1.0.0", "ips": [{"address": "10.5.0.2/24"}]}),
+            "IPAM result address 10.5.0.2/24 has no gateway; veth (ptp) routes through the gateway",
+        ),
+        (
+            json!({"cniVersion": "1.0.0", "ips": []}),
+            "IPAM plugin returned missing IP config",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let ns = env.container();
+        let record = fake_ipam(&env, &result);
+        let c = conf(&env, "1.0.0", json!({"ipam": {"type": "fake-ipam"}}));
+        let out = env
+            .call("ptp")
+            .verb("ADD", "ctr1", ns.path_str(), "eth0")
+            .config(&c)
+            .run();
+        assert_eq!(out.failure(999), want);
+        assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n", "{want}");
+        assert!(!ns.has_link("eth0"));
+        assert!(host_veths(&env).is_empty());
+    }
+}
