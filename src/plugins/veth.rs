@@ -11,7 +11,7 @@ use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{Dns, Interface, IpConfig};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, VethSpec};
+use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethSpec};
 use crate::netns::Netns;
 use crate::sysctl;
 use ipnetwork::IpNetwork;
@@ -99,15 +99,11 @@ impl Plugin for Veth {
         let mut rollback = Rollback::new();
 
         let mut result = l3::add(&conf.ipam_type, req, &mut rollback)?;
-        let mut gateways = Vec::with_capacity(result.ips.len());
-        for ip in &result.ips {
-            let gw = ip.gateway.ok_or_else(|| {
-                Error::internal(format!(
-                    "IPAM result address {} has no gateway; veth (ptp) routes through the gateway",
-                    ip.address
-                ))
-            })?;
-            gateways.push(gw);
+        if let Some(ip) = result.ips.iter().find(|ip| ip.gateway.is_none()) {
+            return Err(Error::internal(format!(
+                "IPAM result address {} has no gateway; veth (ptp) routes through the gateway",
+                ip.address
+            )));
         }
         iface::enable_forwarding(&result.ips).map_err(|e| e.context("Could not enable IP forwarding"))?;
 
@@ -242,7 +238,12 @@ impl Plugin for Veth {
 /// Creates the pair from the host side with the container end born in the container
 /// namespace, name, MTU and both MACs in the create request. Returns the host end and
 /// the container end's MAC.
-fn create_pair(host: &Handle, ns: &Netns, ifname: &str, mtu: Option<u32>) -> Result<(Link, MacAddr), Error> {
+fn create_pair<T: Transport>(
+    host: &Handle<T>,
+    ns: &Netns,
+    ifname: &str,
+    mtu: Option<u32>,
+) -> Result<(Link, MacAddr), Error> {
     let random = |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
     for _ in 0..HOST_NAME_ATTEMPTS {
         let name = netlink::random_veth_name().map_err(|e| random("veth name", e))?;
@@ -442,4 +443,70 @@ fn check_container_interface(cont: &Handle, intf: &Interface) -> Result<(), Erro
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netlink::{FakeTransport, OperState};
+
+    fn link(name: &str) -> Link {
+        Link {
+            index: 7,
+            name: name.into(),
+            kind: Some("veth".into()),
+            slave_kind: None,
+            mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
+            mtu: 1500,
+            master: None,
+            up: false,
+            lower_up: false,
+            oper_state: OperState::Down,
+            peer_index: None,
+            link_netnsid: None,
+            macvlan_mode: None,
+            promisc: false,
+            flags: 0,
+        }
+    }
+
+    #[test]
+    fn a_taken_host_name_is_retried_with_a_new_one() {
+        let ns = Netns::current().unwrap();
+        let fake = FakeTransport::new();
+        fake.push_errno(libc::EEXIST); // create: clash
+        fake.push_links(&[link("veth00000000")]); // the host name is taken
+        fake.push_ack(); // create with a new name
+        fake.push_links(&[link("veth11111111")]); // lookup of the created end
+        let h = Handle::with_transport(fake);
+        let (l, _) = create_pair(&h, &ns, "eth0", Some(1400)).unwrap();
+        assert_eq!(l.name, "veth11111111");
+        assert_eq!(h.transport().requests().len(), 4);
+    }
+
+    #[test]
+    fn a_taken_container_name_is_an_error_without_retry() {
+        let ns = Netns::current().unwrap();
+        let fake = FakeTransport::new();
+        fake.push_errno(libc::EEXIST);
+        fake.push_errno(libc::ENODEV); // the host name is free: the clash is the peer's
+        let h = Handle::with_transport(fake);
+        let e = create_pair(&h, &ns, "eth0", None).unwrap_err();
+        assert_eq!(e.msg, "container veth name provided (eth0) already exists");
+        assert_eq!(h.transport().requests().len(), 2);
+    }
+
+    #[test]
+    fn host_names_run_out_after_the_attempts() {
+        let ns = Netns::current().unwrap();
+        let fake = FakeTransport::new();
+        for _ in 0..HOST_NAME_ATTEMPTS {
+            fake.push_errno(libc::EEXIST);
+            fake.push_links(&[link("veth00000000")]);
+        }
+        let h = Handle::with_transport(fake);
+        let e = create_pair(&h, &ns, "eth0", None).unwrap_err();
+        assert_eq!(e.msg, "failed to find a unique host veth name for eth0 in 10 attempts");
+        assert_eq!(h.transport().requests().len(), 2 * HOST_NAME_ATTEMPTS);
+    }
 }
