@@ -1,11 +1,11 @@
 #!/bin/sh
 # Install what the test suite needs, and only what is missing (Debian/Ubuntu, run as root).
 # iproute2: namespaces and state checks; nftables/iptables: masquerade rules; crun: OCI hook
-# tests; jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
+# tests (runc too); jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
 # golang-github-appc-cni-dev: the libcni interop test; time/strace/hyperfine: make bench.
 set -eu
-PKGS="iproute2 nftables iptables crun jq containernetworking-plugins busybox-static iputils-ping file \
+PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
 golang-go golang-github-appc-cni-dev time strace hyperfine"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""

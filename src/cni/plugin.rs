@@ -67,6 +67,34 @@ pub struct Request {
     pub cni_version: String,
 }
 
+impl Request {
+    /// A request for `command` with `config` as stdin and no environment beyond it: name and
+    /// version come from the config (`""` or absent version: 0.1.0). For calling a plugin
+    /// directly (tests, in-process use); the entry point builds requests from the real
+    /// environment instead.
+    pub fn from_config(command: Command, config: serde_json::Value) -> Request {
+        let name = config
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let cni_version =
+            version::normalize(config.get("cniVersion").and_then(Value::as_str).unwrap_or_default()).to_string();
+        Request {
+            command,
+            container_id: String::new(),
+            netns: String::new(),
+            ifname: String::new(),
+            args: String::new(),
+            path: String::new(),
+            stdin: config.to_string().into_bytes(),
+            config,
+            name,
+            cni_version,
+        }
+    }
+}
+
 /// A CNI plugin: one method per verb. The entry point has already checked the environment,
 /// the config's name and version, and the per-verb version gates.
 pub trait Plugin: Sync {
@@ -140,7 +168,11 @@ fn dispatch(
 ) -> Result<(), Error> {
     let environment = match env::read(getenv) {
         Ok(e) => e,
-        Err(e) if e.code == code::INVALID_ENVIRONMENT && getenv("CNI_COMMAND").unwrap_or_default().is_empty() => {
+        Err(e)
+            if e.code == code::INVALID_ENVIRONMENT
+                && getenv("CNI_COMMAND").unwrap_or_default().is_empty()
+                && !plugin.about().is_empty() =>
+        {
             // called by hand: say what this is, as skel does
             let _ = writeln!(stderr, "{}", plugin.about());
             let _ = writeln!(
@@ -152,11 +184,9 @@ fn dispatch(
         }
         Err(e) => return Err(e),
     };
+    // VERSION needs no config: stdin is not even read
     if environment.command == "VERSION" {
-        return stdout
-            .write_all(version::version_reply().as_bytes())
-            .and_then(|_| stdout.flush())
-            .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")));
+        return write_version(stdout);
     }
 
     let stdin_bytes = read_stdin(stdin)?;
@@ -179,7 +209,7 @@ fn dispatch(
         Command::Check => version::check_verb(&conf_version, "CHECK", version::CHECK_MIN)?,
         Command::Status => version::check_verb(&conf_version, "STATUS", version::STATUS_GC_MIN)?,
         Command::Gc => version::check_verb(&conf_version, "GC", version::STATUS_GC_MIN)?,
-        Command::Version => unreachable!("VERSION is answered before stdin is read"),
+        Command::Version => {}
     }
     if matches!(command, Command::Add | Command::Del | Command::Check)
         && !environment.netns.is_empty()
@@ -217,8 +247,15 @@ fn dispatch(
         Command::Check => plugin.check(&req),
         Command::Status => plugin.status(&req),
         Command::Gc => plugin.gc(&req),
-        Command::Version => unreachable!("VERSION is answered before stdin is read"),
+        Command::Version => write_version(stdout),
     }
+}
+
+fn write_version(stdout: &mut dyn Write) -> Result<(), Error> {
+    stdout
+        .write_all(version::version_reply().as_bytes())
+        .and_then(|_| stdout.flush())
+        .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")))
 }
 
 fn remember_version(slot: &mut Option<String>, v: &str) {
@@ -481,6 +518,31 @@ mod tests {
         let mut env = base_env("ADD");
         env.insert("CNI_COMMAND".into(), String::new());
         assert_eq!(call_env(&p, &env, b"").code, 0);
+    }
+
+    #[test]
+    fn no_about_text_means_the_missing_command_is_an_error() {
+        struct Mute;
+        impl Plugin for Mute {
+            fn about(&self) -> &'static str {
+                ""
+            }
+            fn add(&self, _: &Request) -> Result<CniResult, Error> {
+                unreachable!("not called")
+            }
+            fn del(&self, _: &Request) -> Result<(), Error> {
+                unreachable!("not called")
+            }
+            fn check(&self, _: &Request) -> Result<(), Error> {
+                unreachable!("not called")
+            }
+        }
+        let out = call_env(&Mute, &HashMap::new(), b"");
+        assert_eq!(
+            out.error(),
+            (4, "required env variables [CNI_COMMAND] missing".into(), String::new())
+        );
+        assert_eq!(out.stderr, "");
     }
 
     #[test]
@@ -921,6 +983,19 @@ mod tests {
         };
         let out = call(&p, "CHECK", &conf("1.0.0"));
         assert_eq!(out.error(), (999, "potato".into(), String::new()));
+    }
+
+    #[test]
+    fn request_from_config() {
+        let r = Request::from_config(Command::Check, json!({"name": "n1", "cniVersion": "0.4.0", "x": 1}));
+        assert_eq!(
+            (r.command, r.name.as_str(), r.cni_version.as_str()),
+            (Command::Check, "n1", "0.4.0")
+        );
+        assert_eq!(serde_json::from_slice::<Value>(&r.stdin).unwrap(), r.config);
+        let r = Request::from_config(Command::Add, json!({"name": "n1"}));
+        assert_eq!(r.cni_version, "0.1.0");
+        assert_eq!(r.container_id, "");
     }
 
     #[test]

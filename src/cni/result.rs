@@ -686,6 +686,108 @@ mod tests {
         }
     }
 
+    /// types100_test.go's `testResult()`.
+    fn go_test_result() -> CniResult {
+        CniResult {
+            cni_version: "1.1.0".into(),
+            interfaces: vec![Interface {
+                name: "eth0".into(),
+                mac: Some("00:11:22:33:44:55".into()),
+                sandbox: Some("/proc/3553/ns/net".into()),
+                pci_id: Some("8086:9a01".into()),
+                socket_path: Some("/path/to/vhost/fd".into()),
+                mtu: None,
+            }],
+            ips: vec![
+                IpConfig {
+                    interface: Some(0),
+                    address: net("1.2.3.30/24"),
+                    gateway: Some(ip("1.2.3.1")),
+                },
+                IpConfig {
+                    interface: Some(0),
+                    address: net("abcd:1234:ffff::cdde/64"),
+                    gateway: Some(ip("abcd:1234:ffff::1")),
+                },
+            ],
+            routes: vec![
+                Route::new(net("15.5.6.8/24"), Some(ip("15.5.6.8"))),
+                Route::new(net("1111:dddd::aaaa/80"), Some(ip("1111:dddd::aaaa"))),
+            ],
+            dns: Dns {
+                nameservers: Some(vec!["1.2.3.4".into(), "1::cafe".into()]),
+                domain: Some("acompany.com".into()),
+                search: Some(vec!["somedomain.com".into(), "otherdomain.net".into()]),
+                options: Some(vec!["foo".into(), "bar".into()]),
+            },
+        }
+    }
+
+    fn go_test_dns() -> Value {
+        json!({
+            "nameservers": ["1.2.3.4", "1::cafe"],
+            "domain": "acompany.com",
+            "search": ["somedomain.com", "otherdomain.net"],
+            "options": ["foo", "bar"]
+        })
+    }
+
+    #[test]
+    fn go_types100_encodings() {
+        let r = go_test_result();
+        assert_eq!(
+            r.to_json("1.1.0").unwrap(),
+            json!({
+                "cniVersion": "1.1.0",
+                "interfaces": [{"name": "eth0", "mac": "00:11:22:33:44:55", "sandbox": "/proc/3553/ns/net",
+                                "pciID": "8086:9a01", "socketPath": "/path/to/vhost/fd"}],
+                "ips": [
+                    {"interface": 0, "address": "1.2.3.30/24", "gateway": "1.2.3.1"},
+                    {"interface": 0, "address": "abcd:1234:ffff::cdde/64", "gateway": "abcd:1234:ffff::1"}
+                ],
+                "routes": [
+                    {"dst": "15.5.6.0/24", "gw": "15.5.6.8"},
+                    {"dst": "1111:dddd::/80", "gw": "1111:dddd::aaaa"}
+                ],
+                "dns": go_test_dns()
+            })
+        );
+        assert_eq!(
+            r.to_json("0.4.0").unwrap(),
+            json!({
+                "cniVersion": "0.4.0",
+                "interfaces": [{"name": "eth0", "mac": "00:11:22:33:44:55", "sandbox": "/proc/3553/ns/net"}],
+                "ips": [
+                    {"interface": 0, "version": "4", "address": "1.2.3.30/24", "gateway": "1.2.3.1"},
+                    {"interface": 0, "version": "6", "address": "abcd:1234:ffff::cdde/64", "gateway": "abcd:1234:ffff::1"}
+                ],
+                "routes": [
+                    {"dst": "15.5.6.0/24", "gw": "15.5.6.8"},
+                    {"dst": "1111:dddd::/80", "gw": "1111:dddd::aaaa"}
+                ],
+                "dns": go_test_dns()
+            })
+        );
+        assert_eq!(
+            r.to_json("0.1.0").unwrap(),
+            json!({
+                "cniVersion": "0.1.0",
+                "ip4": {"ip": "1.2.3.30/24", "gateway": "1.2.3.1", "routes": [{"dst": "15.5.6.0/24", "gw": "15.5.6.8"}]},
+                "ip6": {"ip": "abcd:1234:ffff::cdde/64", "gateway": "abcd:1234:ffff::1",
+                        "routes": [{"dst": "1111:dddd::/80", "gw": "1111:dddd::aaaa"}]},
+                "dns": go_test_dns()
+            })
+        );
+        // 1.0.0 is 1.1.0 without the fields 1.0.0 does not define
+        let mut v = r.to_json("1.1.0").unwrap();
+        v["cniVersion"] = json!("1.0.0");
+        v["interfaces"][0]
+            .as_object_mut()
+            .unwrap()
+            .retain(|k, _| k != "pciID" && k != "socketPath");
+        assert_eq!(r.to_json("1.0.0").unwrap(), v);
+    }
+
     #[test]
     fn v110_keeps_everything_in_go_order() {
         let text = sample().to_pretty_json("1.1.0").unwrap();

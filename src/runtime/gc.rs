@@ -48,7 +48,7 @@ impl Runtime {
                 errors.push(stale(e));
             }
         }
-        let gc_supported = super::spec_version::at_least(&list.cni_version, "1.1.0").unwrap_or(false);
+        let gc_supported = crate::cni::version::at_least(&list.cni_version, crate::cni::version::STATUS_GC_MIN);
         if gc_supported {
             let valid_json: Value = valid
                 .iter()

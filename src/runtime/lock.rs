@@ -67,6 +67,12 @@ pub fn attachment_path(cache_dir: &Path, key: &Key) -> PathBuf {
     cache_dir.join("locks").join(key.file_name())
 }
 
+/// For the OCI hook: one hook at a time on a host (plugins of several networks and the
+/// re-ADD of a re-created container must not interleave).
+pub fn hook(cache_dir: &Path) -> Result<Held, LockError> {
+    take(&cache_dir.join("locks").join("oci-hook"), FlockArg::LockExclusive)
+}
+
 /// For ADD, CHECK and DEL: the network shared (GC excluded), the attachment exclusive.
 pub fn attachment(cache_dir: &Path, key: &Key) -> Result<(Held, Held), LockError> {
     let net = take(&network_path(cache_dir, &key.network), FlockArg::LockShared)?;

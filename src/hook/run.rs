@@ -1,0 +1,337 @@
+//! `oci-hook`: ADD at createRuntime (or prestart), DEL at poststop.
+//!
+//! ADD attaches `/proc/<pid>/ns/net` to each network through the same chain runner and
+//! result cache as `cnitool`; a failed ADD deletes what it did and fails the hook, so the
+//! runtime aborts the start. DEL runs from the cache (poststop has no pid and usually no
+//! namespace), so it releases addresses and host-side state even when the namespace is
+//! gone, and succeeds when there is nothing to do.
+use super::bundle::{self, NetnsMode};
+use super::state::{Phase, State, MAX_STATE_BYTES};
+use crate::netns::Netns;
+use crate::runtime::conflist::{self, NetworkList};
+use crate::runtime::{cache::Key, lock, Runtime, RuntimeConf};
+use serde_json::{Map, Value};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+/// Annotation naming the networks (comma list) when `--network` is not given.
+pub const NETWORKS_ANNOTATION: &str = "cni.cnibox.io/networks";
+/// Annotation with static IPs (comma list) for the first network (`runtimeConfig.ips`).
+pub const IPS_ANNOTATION: &str = "cni.cnibox.io/ips";
+
+#[derive(argh::FromArgs, Debug)]
+/// Attach an OCI container to CNI networks (createRuntime/prestart hook) or detach it
+/// (poststop hook). Reads the OCI state JSON on stdin.
+pub struct HookArgs {
+    /// add or del (default: from the state's status)
+    #[argh(positional)]
+    pub phase: Option<String>,
+    /// network to attach, repeatable (default: the cni.cnibox.io/networks annotation, else
+    /// the first network in the conf dir)
+    #[argh(option)]
+    pub network: Vec<String>,
+    /// network config dir (default /etc/cni/net.d)
+    #[argh(option, default = "PathBuf::from(\"/etc/cni/net.d\")")]
+    pub conf_dir: PathBuf,
+    /// plugin dir (default /opt/cni/bin)
+    #[argh(option, default = "PathBuf::from(\"/opt/cni/bin\")")]
+    pub bin_dir: PathBuf,
+    /// result cache dir (default /var/lib/cni)
+    #[argh(option, default = "PathBuf::from(\"/var/lib/cni\")")]
+    pub cache_dir: PathBuf,
+    /// interface name of the first network (default eth0; later networks count up: eth1, …)
+    #[argh(option, default = "String::from(\"eth0\")")]
+    pub ifname: String,
+    /// also append log lines to this file
+    #[argh(option)]
+    pub log_file: Option<PathBuf>,
+}
+
+/// Log lines go to stderr (runtimes show a failed hook's output) and to the log file.
+struct Log {
+    file: Option<std::fs::File>,
+    id: String,
+}
+
+impl Log {
+    fn line(&mut self, msg: impl std::fmt::Display) {
+        let text = format!("cnibox oci-hook: {}: {msg}", self.id);
+        eprintln!("{text}");
+        if let Some(f) = &mut self.file {
+            let _ = writeln!(f, "{text}");
+        }
+    }
+}
+
+/// The interface name for the `i`-th network: eth0, eth1, … (or the base with `i` appended
+/// when it does not end in a number).
+pub fn ifname_for(base: &str, i: usize) -> String {
+    if i == 0 {
+        return base.to_string();
+    }
+    let digits = base.len() - base.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, num) = base.split_at(base.len() - digits);
+    let n: usize = num.parse().unwrap_or(0);
+    format!("{stem}{}", n + i)
+}
+
+fn split_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The applet.
+pub fn main(args: &[OsString]) -> i32 {
+    let parsed: HookArgs = match crate::applets::parse_args("cnibox oci-hook", args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().take(MAX_STATE_BYTES + 1).read_to_end(&mut input) {
+        eprintln!("cnibox oci-hook: read OCI state from stdin: {e}");
+        return 1;
+    }
+    if input.len() as u64 > MAX_STATE_BYTES {
+        eprintln!("cnibox oci-hook: OCI state on stdin is larger than {MAX_STATE_BYTES} bytes");
+        return 1;
+    }
+    let state = match State::parse(&input) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cnibox oci-hook: {e}");
+            return 1;
+        }
+    };
+    let file = parsed.log_file.as_ref().and_then(|p| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| eprintln!("cnibox oci-hook: log file {}: {e}", p.display()))
+            .ok()
+    });
+    let mut log = Log {
+        file,
+        id: state.id.clone(),
+    };
+    match run(&parsed, &state, &mut log) {
+        Ok(()) => 0,
+        Err(e) => {
+            log.line(format!("error: {e}"));
+            1
+        }
+    }
+}
+
+fn run(args: &HookArgs, state: &State, log: &mut Log) -> Result<(), String> {
+    let phase = state.phase(args.phase.as_deref()).map_err(|e| e.to_string())?;
+    let rt = Runtime::new(&args.conf_dir, vec![args.bin_dir.clone()], &args.cache_dir);
+    let _one_hook_at_a_time = lock::hook(&args.cache_dir).map_err(|e| e.to_string())?;
+    match phase {
+        Phase::Add => add(args, state, &rt, log),
+        Phase::Del => del(args, state, &rt, log),
+    }
+}
+
+/// The networks to attach, from options, then annotations, then the conf dir's first.
+fn networks(args: &HookArgs, state: &State, rt: &Runtime) -> Result<Vec<NetworkList>, String> {
+    let mut names = args.network.clone();
+    if names.is_empty() {
+        names = state
+            .annotations
+            .get(NETWORKS_ANNOTATION)
+            .map(|s| split_list(s))
+            .unwrap_or_default();
+    }
+    if names.is_empty() {
+        return conflist::first(&args.conf_dir)
+            .map(|l| vec![l])
+            .map_err(|e| e.to_string());
+    }
+    names
+        .iter()
+        .map(|n| rt.load_network(n).map_err(|e| e.to_string()))
+        .collect()
+}
+
+fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), String> {
+    if !state.bundle.as_os_str().is_empty() {
+        match bundle::read_config(&state.bundle) {
+            Ok(config) => {
+                if bundle::netns_mode(&config) == NetnsMode::Host {
+                    log.line("the container has no network namespace of its own; nothing to do");
+                    return Ok(());
+                }
+            }
+            Err(e) => log.line(format!("warning: {e}; relying on the namespace check")),
+        }
+    }
+    let pid = state
+        .pid()
+        .ok_or("the OCI state has no pid: cannot find the container's network namespace")?;
+    let netns_path = format!("/proc/{pid}/ns/net");
+    let netns = Netns::open(&netns_path).map_err(|e| e.to_string())?;
+    let own = Netns::current().map_err(|e| e.to_string())?;
+    if netns.same_as(&own).map_err(|e| e.to_string())? {
+        log.line("the container shares this hook's network namespace; not configuring the host");
+        return Ok(());
+    }
+    let lists = networks(args, state, rt)?;
+    let ips = state
+        .annotations
+        .get(IPS_ANNOTATION)
+        .map(|s| split_list(s))
+        .unwrap_or_default();
+    let mut done: Vec<(NetworkList, RuntimeConf)> = vec![];
+    for (i, list) in lists.into_iter().enumerate() {
+        let mut capability_args = Map::new();
+        if i == 0 && !ips.is_empty() {
+            capability_args.insert("ips".into(), Value::from(ips.clone()));
+        }
+        let conf = RuntimeConf {
+            container_id: state.id.clone(),
+            netns: netns_path.clone(),
+            ifname: ifname_for(&args.ifname, i),
+            args: vec![],
+            capability_args,
+        };
+        // A re-created container (same ID) may still have an attachment: DEL it first so
+        // ADD does not fail with "duplicate allocation".
+        let key = Key::new(&list.name, &conf.container_id, &conf.ifname).map_err(|e| e.to_string())?;
+        if !matches!(rt.cache().read(&key), crate::runtime::cache::Cached::Missing) {
+            log.line(format!(
+                "{} {}: cached attachment found, deleting it first",
+                list.name, conf.ifname
+            ));
+            if let Err(e) = rt.del_network_list(
+                &list,
+                &RuntimeConf {
+                    netns: String::new(),
+                    ..conf.clone()
+                },
+            ) {
+                log.line(format!("warning: delete of the old attachment: {e}"));
+            }
+        }
+        match rt.add_network_list(&list, &conf) {
+            Ok(result) => {
+                log.line(format!(
+                    "attached to {} as {}: {}",
+                    list.name,
+                    conf.ifname,
+                    summary(&result)
+                ));
+                done.push((list, conf));
+            }
+            Err(e) => {
+                let msg = match e.plugin_error() {
+                    Some(pe) => format!("{e} ({pe})"),
+                    None => e.to_string(),
+                };
+                done.push((list, conf));
+                for (list, conf) in done.iter().rev() {
+                    if let Err(e) = rt.del_network_list(list, conf) {
+                        log.line(format!("warning: cleanup of {}: {e}", list.name));
+                    }
+                }
+                return Err(msg);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn summary(result: &Value) -> String {
+    let ips: Vec<&str> = result["ips"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|ip| ip["address"].as_str())
+        .collect();
+    if ips.is_empty() {
+        "no addresses".into()
+    } else {
+        ips.join(", ")
+    }
+}
+
+fn del(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), String> {
+    // poststop normally has no pid; an explicit `del` on a running container has one.
+    let netns = state
+        .pid()
+        .map(|p| format!("/proc/{p}/ns/net"))
+        .filter(|p| std::path::Path::new(p).exists());
+    let mut errors = vec![];
+    let mut seen = vec![];
+    for entry in rt.cached_attachments(Some(&state.id)) {
+        let list = match NetworkList::from_bytes(&entry.config) {
+            Ok(l) => l,
+            Err(_) => match rt.load_network(&entry.network) {
+                Ok(l) => l,
+                Err(e) => {
+                    errors.push(format!("{}: no usable config to delete with: {e}", entry.network));
+                    continue;
+                }
+            },
+        };
+        let conf = RuntimeConf {
+            container_id: state.id.clone(),
+            netns: netns.clone().unwrap_or_default(),
+            ifname: entry.ifname.clone(),
+            args: entry.cni_args.clone(),
+            capability_args: entry.capability_args.clone(),
+        };
+        seen.push((entry.network.clone(), entry.ifname.clone()));
+        match rt.del_network_list(&list, &conf) {
+            Ok(()) => log.line(format!("detached from {} ({})", entry.network, entry.ifname)),
+            Err(e) => errors.push(format!("{}: {e}", entry.network)),
+        }
+    }
+    // Without a cache entry (lost, or never written because the hook was killed), DEL the
+    // configured networks anyway: plugins release what they hold without a prevResult.
+    if let Ok(lists) = networks(args, state, rt) {
+        for (i, list) in lists.into_iter().enumerate() {
+            let ifname = ifname_for(&args.ifname, i);
+            if seen.iter().any(|(n, f)| *n == list.name && *f == ifname) {
+                continue;
+            }
+            let conf = RuntimeConf {
+                container_id: state.id.clone(),
+                netns: netns.clone().unwrap_or_default(),
+                ifname,
+                ..RuntimeConf::default()
+            };
+            if let Err(e) = rt.del_network_list(&list, &conf) {
+                errors.push(format!("{}: {e}", list.name));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names_count_up() {
+        assert_eq!(ifname_for("eth0", 0), "eth0");
+        assert_eq!(ifname_for("eth0", 2), "eth2");
+        assert_eq!(ifname_for("net9", 1), "net10");
+        assert_eq!(ifname_for("veth", 1), "veth1");
+    }
+
+    #[test]
+    fn lists_split_on_commas() {
+        assert_eq!(split_list(" a, b ,,c "), vec!["a", "b", "c"]);
+        assert!(split_list("").is_empty());
+    }
+}

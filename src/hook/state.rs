@@ -1,0 +1,139 @@
+//! The OCI state a runtime writes on a hook's stdin, and the phase it implies.
+//!
+//! runc and crun differ: crun reports `created` (not `creating`) to createRuntime hooks,
+//! writes `"ociVersion":"1.0"` and an extra `root`; both send `pid` 0 or nothing at
+//! poststop. Unknown fields are ignored.
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Upper bound on the state JSON (it is a few hundred bytes; annotations can add some).
+pub const MAX_STATE_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    #[serde(default)]
+    pub oci_version: String,
+    pub id: String,
+    #[serde(default)]
+    pub status: String,
+    /// 0 and absent both mean "no process" (poststop).
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub bundle: PathBuf,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// What the hook does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Add,
+    Del,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl State {
+    pub fn parse(bytes: &[u8]) -> Result<State, Error> {
+        let s: State = serde_json::from_slice(bytes).map_err(|e| Error(format!("invalid OCI state on stdin: {e}")))?;
+        if s.id.is_empty() {
+            return Err(Error("invalid OCI state on stdin: empty container id".into()));
+        }
+        if s.pid < 0 || s.pid > i64::from(i32::MAX) {
+            return Err(Error(format!("invalid OCI state on stdin: pid {} out of range", s.pid)));
+        }
+        Ok(s)
+    }
+
+    /// The container's init process, when the state has one.
+    pub fn pid(&self) -> Option<i32> {
+        (self.pid > 0).then_some(self.pid as i32)
+    }
+
+    /// The phase: the explicit argument when given, else from the status
+    /// (`creating`/`created`/`running` → add, `stopped` → del).
+    pub fn phase(&self, explicit: Option<&str>) -> Result<Phase, Error> {
+        let word = explicit.unwrap_or(&self.status);
+        match word {
+            "add" | "creating" | "created" | "running" => Ok(Phase::Add),
+            "del" | "delete" | "stopped" => Ok(Phase::Del),
+            "" => Err(Error("no phase: give add or del, or a state with a status".into())),
+            other if explicit.is_some() => Err(Error(format!("unknown hook phase {other:?} (want add or del)"))),
+            other => Err(Error(format!(
+                "cannot tell the phase from OCI status {other:?}; give add or del"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runc_create_runtime_state() {
+        let s = State::parse(
+            br#"{"ociVersion":"1.2.0","id":"c1","status":"creating","pid":4242,"bundle":"/b","annotations":{"a":"b"}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.pid(), Some(4242));
+        assert_eq!(s.phase(None), Ok(Phase::Add));
+        assert_eq!(s.annotations["a"], "b");
+    }
+
+    #[test]
+    fn crun_states_with_extra_fields() {
+        let s = State::parse(
+            br#"{"ociVersion":"1.0","id":"t1","pid":11339,"root":"rootfs","bundle":"/tmp/x","status":"created"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.phase(None), Ok(Phase::Add));
+        let s = State::parse(
+            br#"{"ociVersion":"1.0","id":"t1","pid":0,"root":"rootfs","bundle":"/tmp/x","status":"stopped"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.pid(), None);
+        assert_eq!(s.phase(None), Ok(Phase::Del));
+    }
+
+    #[test]
+    fn explicit_phase_wins_and_bad_words_are_errors() {
+        let s = State::parse(br#"{"id":"x","status":"running","pid":5}"#).unwrap();
+        assert_eq!(s.phase(Some("del")), Ok(Phase::Del));
+        assert!(s
+            .phase(Some("start"))
+            .unwrap_err()
+            .0
+            .contains("unknown hook phase \"start\""));
+        let s = State::parse(br#"{"id":"x","status":"paused"}"#).unwrap();
+        assert!(s.phase(None).unwrap_err().0.contains("\"paused\""));
+    }
+
+    #[test]
+    fn malformed_states_are_errors_not_panics() {
+        for bad in [
+            &b""[..],
+            b"{",
+            b"[]",
+            b"{\"id\":\"\"}",
+            b"{\"id\":\"x\",\"pid\":-1}",
+            b"{\"id\":\"x\",\"pid\":99999999999}",
+            b"{\"id\":7}",
+        ] {
+            assert!(State::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}
