@@ -257,29 +257,18 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
 /// GC: this network's nftables masquerade rules of attachments not in
 /// `cni.dev/valid-attachments` go; then IPAM collects its own. Errors are joined.
 fn gc(req: &Request) -> Result<(), Error> {
-    let mut valid = vec![];
-    for a in req
-        .config
-        .get("cni.dev/valid-attachments")
-        .and_then(|v| v.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let field = |k: &str| a.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        valid.push((field("containerID"), field("ifname")));
-    }
-    let mut errors = vec![];
-    if let Err(e) = ipmasq::gc(&req.name, &valid) {
-        errors.push(e.to_string());
-    }
-    if let Some(ipam) = cniconf::ipam_type(&req.config)? {
-        if let Err(e) = delegate::gc(&ipam, req) {
-            errors.push(e.msg);
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::internal(errors.join("; ")))
+    let masq = match cniconf::valid_attachments(&req.config)? {
+        Some(valid) => ipmasq::gc(&req.name, &valid).map_err(Error::from),
+        // without the list nothing can be judged stale
+        None => Ok(()),
+    };
+    let ipam = match cniconf::ipam_type(&req.config)? {
+        Some(ipam) => delegate::gc(&ipam, req),
+        None => Ok(()),
+    };
+    match (masq, ipam) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(m), Err(i)) => Err(Error::internal(format!("{}; {}", m.msg, i.msg))),
     }
 }
