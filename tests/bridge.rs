@@ -1023,3 +1023,54 @@ fn status_fails_without_its_ipam_plugin() {
     let out = env.call("bridge").command("STATUS").config(&old).run();
     assert!(out.stdout.contains("config version does not allow STATUS"), "{out:?}");
 }
+
+/// The shipped example networks using the bridge run through cnitool: ADD, the gateways
+/// answer, CHECK, DEL, nothing left (reservations kept in the test's dir).
+#[test]
+fn example_conflists_work_with_cnitool() {
+    let cases = [
+        ("10-bridge.conflist", "cnibox-bridge", "cnibox0", vec!["10.88.0.1"]),
+        (
+            "40-host-local-dualstack.conflist",
+            "cnibox-dualstack",
+            "cnibox1",
+            vec!["10.90.0.1", "fd00:90::1"],
+        ),
+    ];
+    for (file, network, bridge, gateways) in cases {
+        let env = TestEnv::new();
+        let ns = env.container();
+        let path = format!("{}/plugins.d/{file}", env!("CARGO_MANIFEST_DIR"));
+        let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(list["plugins"][0]["type"], "bridge");
+        list["plugins"][0]["ipam"]["dataDir"] = json!(env.data_dir);
+        let conf_dir = env.tmp.path().join("net.d");
+        std::fs::create_dir_all(&conf_dir).unwrap();
+        std::fs::write(conf_dir.join(file), list.to_string()).unwrap();
+        let tool = |verb: &str| {
+            env.tool("cnitool")
+                .args([verb, network, ns.path_str()])
+                .env("NETCONFPATH", conf_dir.to_str().unwrap())
+                .env("CNI_PATH", env.bin_dir.to_str().unwrap())
+                .env("CNI_CACHE_DIR", env.cache_dir.to_str().unwrap())
+                .run()
+        };
+        let r = tool("add").success();
+        assert_eq!(r["interfaces"][0]["name"], bridge, "{r}");
+        for gw in &gateways {
+            assert!(ns.ping(gw), "{file}: gateway {gw}");
+        }
+        tool("check").success();
+        tool("del").success();
+        assert!(!ns.has_link(IFNAME));
+        assert!(host_veths(&env.host).is_empty());
+        let held: Vec<_> = env
+            .store(network)
+            .keys()
+            .filter(|k| k.parse::<std::net::IpAddr>().is_ok())
+            .cloned()
+            .collect();
+        assert!(held.is_empty(), "{file}: {held:?}");
+        assert!(!nft_ruleset(&env.host).contains(&format!("net: {network},")));
+    }
+}
