@@ -1074,3 +1074,24 @@ fn example_conflists_work_with_cnitool() {
         assert!(!nft_ruleset(&env.host).contains(&format!("net: {network},")));
     }
 }
+
+/// DEL with a CNI_NETNS path that no longer holds a namespace (a runtime removed the bind
+/// mount but left the file): nothing to remove inside, the rest is cleaned up.
+#[test]
+fn del_with_a_netns_path_that_is_a_plain_file() {
+    let env = TestEnv::new();
+    let ctr = env.container();
+    let c = conf(
+        &env,
+        "1.0.0",
+        json!({"ipMasq": true, "macspoofchk": true, "ipam": ipam(&["10.1.2.0/24"])}),
+    );
+    add(&env, "pf", &ctr, &c).success();
+    let plain = env.tmp.path().join("not-a-netns");
+    std::fs::write(&plain, b"").unwrap();
+    del(&env, "pf", plain.to_str().unwrap(), &c).success();
+    // the pair is still there (its namespace lives on), everything else is gone
+    assert!(ctr.has_link(IFNAME));
+    ctr.ip(&["link", "del", IFNAME]);
+    assert_clean(&env, "pf", Some(&ctr));
+}
