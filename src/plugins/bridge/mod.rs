@@ -241,7 +241,7 @@ fn put_gateways(
 /// DEL, idempotent in every state: the container link first (so no address is released
 /// while still configured), then IPAM, then the spoof-check and masquerade rules, which are
 /// found by attachment and so are removed even when the netns is gone. The bridge stays.
-/// DEL: every step is attempted (see [`Teardown`]); whatever is already gone is success.
+/// Every step is attempted (see [`Teardown`]); whatever is already gone is success.
 fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     let mut teardown = Teardown::new("bridge");
     let removed = container_link::delete(&req.netns, &req.ifname, "veth");
