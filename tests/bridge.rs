@@ -923,7 +923,11 @@ fn del_idempotency_matrix() {
 fn del_without_netns_leaves_a_veth_that_is_not_this_attachments() {
     let env = TestEnv::new();
     let ctr = env.container();
-    let c = conf(&env, "1.0.0", json!({"isGateway": true, "ipam": ipam(&["10.1.7.0/24"])}));
+    let c = conf(
+        &env,
+        "1.0.0",
+        json!({"isGateway": true, "ipam": ipam(&["10.1.7.0/24"])}),
+    );
     let r = add(&env, "fv", &ctr, &c).success();
     let host_veth = r["interfaces"][1]["name"].as_str().unwrap().to_string();
     let mut forged = r.clone();

@@ -11,10 +11,10 @@
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules.
+pub use super::firewall::Error;
+use super::firewall::{self, err, nft_quote, nft_run, tool_available};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
-use std::fmt;
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 const TABLE: &str = "cni_plugins_masquerade";
@@ -37,34 +37,6 @@ pub struct Attachment<'a> {
     pub network: &'a str,
     pub ifname: &'a str,
     pub container_id: &'a str,
-}
-
-/// A masquerade failure: what was being done and what the tool said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    pub op: String,
-    pub detail: String,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.op, self.detail)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}
-
-fn err(op: impl Into<String>, detail: impl fmt::Display) -> Error {
-    Error {
-        op: op.into(),
-        detail: detail.to_string(),
-    }
 }
 
 /// The backend for `ipMasqBackend`: as configured, else nftables when `nft` is installed,
@@ -209,34 +181,9 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     nft_run(&tx).map_err(|d| err("set up nftables masquerade", d))
 }
 
-fn nft_quote(s: &str) -> String {
-    // Comments were stripped of double quotes; nft strings need nothing else escaped.
-    format!("\"{s}\"")
-}
-
 /// (handle, comment) of every rule in `masq_checks`; none when the table is missing.
 fn nft_rules() -> Result<Vec<(u64, String)>, Error> {
-    let out = Command::new("nft")
-        .args(["-j", "list", "chain", "inet", TABLE, CHECKS_CHAIN])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| err("run nft", e))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("No such file or directory") {
-            return Ok(vec![]);
-        }
-        return Err(err("list nftables masquerade rules", stderr.trim()));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| err("parse nft -j output", e))?;
-    let mut rules = vec![];
-    for item in v["nftables"].as_array().into_iter().flatten() {
-        let r = &item["rule"];
-        if let (Some(h), Some(c)) = (r["handle"].as_u64(), r["comment"].as_str()) {
-            rules.push((h, c.to_string()));
-        }
-    }
-    Ok(rules)
+    firewall::nft_commented_rules("inet", TABLE, CHECKS_CHAIN)
 }
 
 fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
@@ -253,28 +200,6 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
         .map(|h| format!("delete rule inet {TABLE} {CHECKS_CHAIN} handle {h}\n"))
         .collect();
     nft_run(&tx).map_err(|d| err("delete nftables masquerade rules", d))
-}
-
-fn nft_run(script: &str) -> Result<(), String> {
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("run nft: {e}"))?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(script.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it.
@@ -429,23 +354,6 @@ fn ipt(tool: &str, args: &[&str]) -> Result<String, String> {
     } else {
         Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
     }
-}
-
-/// True when `name` is an executable file in a PATH directory (or the usual sbin dirs, which
-/// a runtime's PATH may lack).
-fn tool_available(name: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .filter(|d| !d.is_empty())
-        .any(|d| {
-            std::fs::metadata(std::path::Path::new(d).join(name))
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        });
-    found
 }
 
 #[cfg(test)]

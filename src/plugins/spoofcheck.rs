@@ -9,41 +9,12 @@
 //! the container MAC and drops the rest. Every rule carries the comment `macspoofchk-<id>`.
 //!
 //! Setup and teardown are one nft transaction each.
-use std::fmt;
-use std::io::Write;
-use std::process::{Command, Stdio};
+pub use super::firewall::Error;
+use super::firewall::{self, err, nft_json, nft_quote as quote, nft_run};
 
 const FAMILY: &str = "bridge";
 const TABLE: &str = "nat";
 const BASE_CHAIN: &str = "PREROUTING";
-
-/// A spoof-check failure: what was being done and what nft said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    pub op: String,
-    pub detail: String,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.op, self.detail)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}
-
-fn err(op: impl Into<String>, detail: impl fmt::Display) -> Error {
-    Error {
-        op: op.into(),
-        detail: detail.to_string(),
-    }
-}
 
 /// One attachment's rule set.
 #[derive(Debug, Clone, Copy)]
@@ -99,7 +70,7 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
 /// Remove the attachment's base-chain rule and both of its chains. Whatever is already gone
 /// (table, chains, rules, or nft itself) is not an error.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    if !nft_available() {
+    if !firewall::tool_available("nft") {
         return Ok(());
     }
     let Some(chains) = chains()? else {
@@ -142,74 +113,11 @@ fn chains() -> Result<Option<Vec<String>>, Error> {
 
 /// Handles of the base-chain rules carrying `comment`.
 fn base_rules(comment: &str) -> Result<Vec<u64>, Error> {
-    let Some(v) = nft_json(&["list", "chain", FAMILY, TABLE, BASE_CHAIN])? else {
-        return Ok(vec![]);
-    };
-    Ok(v["nftables"]
-        .as_array()
+    Ok(firewall::nft_commented_rules(FAMILY, TABLE, BASE_CHAIN)?
         .into_iter()
-        .flatten()
-        .filter(|item| item["rule"]["comment"].as_str() == Some(comment))
-        .filter_map(|item| item["rule"]["handle"].as_u64())
+        .filter(|(_, c)| c == comment)
+        .map(|(h, _)| h)
         .collect())
-}
-
-/// `nft -j ARGS` parsed; None when the object does not exist.
-fn nft_json(args: &[&str]) -> Result<Option<serde_json::Value>, Error> {
-    let out = Command::new("nft")
-        .arg("-j")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| err("run nft", e))?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("No such file or directory") {
-            return Ok(None);
-        }
-        return Err(err(format!("nft {}", args.join(" ")), stderr.trim()));
-    }
-    serde_json::from_slice(&out.stdout)
-        .map(Some)
-        .map_err(|e| err("parse nft -j output", e))
-}
-
-/// nft strings: the values quoted are interface names, container ids and MACs, which
-/// never contain double quotes (skel validates container ids).
-fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', ""))
-}
-
-fn nft_available() -> bool {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .filter(|d| !d.is_empty())
-        .any(|d| std::path::Path::new(d).join("nft").is_file());
-    found
-}
-
-fn nft_run(script: &str) -> Result<(), String> {
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("run nft: {e}"))?;
-    child
-        .stdin
-        .take()
-        .expect("piped")
-        .write_all(script.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
 }
 
 #[cfg(test)]
