@@ -521,7 +521,8 @@ fn fuzz_cni_args_against_a_model() {
         } else {
             gen_cni_args(&mut r)
         };
-        let known: &[&str] = r.pick(&[&["IP"][..], &["IP", "MAC"][..], &[][..], &["K8S_POD_NAME", "IP"][..]]);
+        let sets: [&[&str]; 4] = [&["IP"], &["IP", "MAC"], &[], &["K8S_POD_NAME", "IP"]];
+        let known = sets[r.below(sets.len())];
         let got = catch_unwind(|| cni::args::parse(&s, known));
         match got {
             Err(_) => failures.push(format!("panic on {s:?}")),
@@ -707,9 +708,9 @@ fn fuzz_resolv_conf_against_a_model() {
             if r.chance(1, 8) {
                 text.push_str(&gen_string(&mut r));
             } else {
-                text.push_str(r.pick(WORDS));
+                text.push_str(WORDS[r.below(WORDS.len())]);
             }
-            text.push_str(r.pick(&[" ", "\n", "\t", ""]));
+            text.push_str([" ", "\n", "\t", ""][r.below(4)]);
         }
         match catch_unwind(|| cnibox::ipam::resolv::parse(&text)) {
             Err(_) => failures.push(format!("panic on {text:?}")),
