@@ -10,11 +10,11 @@
 mod common;
 mod fuzz;
 
-use cnibox::cni::{self, plugin::run_with, CniResult};
+use cnibox::cni::{self, CniResult};
 use common::*;
 use fuzz::*;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -312,23 +312,7 @@ fn gen_env(r: &mut Rng, bin_dir: &str) -> BTreeMap<String, String> {
 }
 
 fn call_in_process(plugin: &dyn cni::Plugin, call: &Call) -> Result<Outcome, String> {
-    let env: HashMap<String, String> = call.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let getenv = move |k: &str| env.get(k).cloned();
-    let mut stdin: &[u8] = &call.stdin;
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let exit = catch_unwind(AssertUnwindSafe(|| {
-        run_with(plugin, &getenv, &mut stdin, &mut stdout, &mut stderr)
-    }))
-    .map_err(|p| {
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        format!("PANIC: {msg}")
-    })?;
-    Ok(Outcome { exit, stdout })
+    run_entry_point(plugin, &call.env, &call.stdin).map(|(exit, stdout)| Outcome { exit, stdout })
 }
 
 /// Where failing inputs are saved, to be added to tests/corpus once fixed.
@@ -374,8 +358,7 @@ fn fuzz_plugin(applet: &str) {
     let applet_name = applet.to_string();
     // a thread of its own in a fresh network namespace: whatever an input makes the plugin
     // do, it does it there
-    let tally = std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET)");
+    let tally = in_private_netns(move || {
         let mut r = Rng::from_env(&applet_name);
         let seeds = seeds(&applet_name, &dir);
         let bin_dir = bin.to_str().unwrap().to_string();
@@ -439,9 +422,7 @@ fn fuzz_plugin(applet: &str) {
         });
         eprintln!("fuzz {applet_name}: {n} generated inputs");
         t
-    })
-    .join()
-    .unwrap();
+    });
     eprintln!("fuzz {applet}: {} executions, outcomes {:?}", tally.runs, tally.codes);
     assert!(
         tally.codes.get("ok").copied().unwrap_or(0) > 0 || applet != "host-local",

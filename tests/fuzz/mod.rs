@@ -503,3 +503,113 @@ pub fn gen_cni_args(r: &mut Rng) -> String {
     }
     parts.join(if r.chance(9, 10) { ";" } else { ";;" })
 }
+
+/// Runs `f` on a thread of its own that first moves into a fresh, empty network namespace:
+/// whatever a plugin called in process does to the network, it does it there.
+pub fn in_private_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET)");
+        f()
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// One in-process call of a plugin's entry point; a panic becomes `Err("PANIC: …")`.
+pub fn run_entry_point(
+    plugin: &dyn cnibox::cni::Plugin,
+    env: &std::collections::BTreeMap<String, String>,
+    stdin: &[u8],
+) -> Result<(i32, Vec<u8>), String> {
+    let env = env.clone();
+    let getenv = move |k: &str| env.get(k).cloned();
+    let mut input: &[u8] = stdin;
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let exit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cnibox::cni::plugin::run_with(plugin, &getenv, &mut input, &mut stdout, &mut stderr)
+    }))
+    .map_err(|p| {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        format!("PANIC: {msg}")
+    })?;
+    Ok((exit, stdout))
+}
+
+/// What a process run returned.
+#[derive(Debug)]
+pub struct ProcOut {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+/// Run `program` inside the network namespace at `netns` with exactly `env` (plus PATH),
+/// `args` and `stdin`; killed after `limit` (reported as `timed_out`).
+pub fn run_process(
+    program: &std::path::Path,
+    netns: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: &[u8],
+    limit: Duration,
+) -> ProcOut {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let fd = std::fs::File::open(netns).unwrap();
+    let mut c = Command::new(program);
+    c.args(args)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    unsafe {
+        c.pre_exec(move || nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from));
+    }
+    let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {program:?}: {e}"));
+    let mut sin = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = sin.write_all(&data);
+    });
+    let mut sout = child.stdout.take().unwrap();
+    let mut serr = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut b = vec![];
+        let _ = sout.read_to_end(&mut b);
+        b
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut b = vec![];
+        let _ = serr.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let _ = writer.join();
+    ProcOut {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out_reader.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+        timed_out,
+    }
+}
