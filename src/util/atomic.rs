@@ -29,13 +29,24 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
     let tmp = dir.join(tmp_name);
     let step = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what} {}: {e}", tmp.display()));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| step("create", e))?;
+        // O_EXCL|O_NOFOLLOW: never write through something planted under the temp name; a
+        // leftover of a killed writer with a reused pid is removed and the create retried.
+        let create = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&tmp).map_err(|e| step("remove stale", e))?;
+                create()
+            }
+            other => other,
+        }
+        .map_err(|e| step("create", e))?;
         f.write_all(data).map_err(|e| step("write", e))?;
         f.sync_all().map_err(|e| step("fsync", e))?;
         drop(f);
