@@ -176,6 +176,8 @@ impl Cache {
             path: path.clone(),
             err,
         })?;
+        // a temp file of a killed ADD of this attachment (we hold its lock) goes too
+        self.remove_stale_temps(|f| f == key.file_name());
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -185,6 +187,33 @@ impl Cache {
                 err,
             }),
         }
+    }
+
+    /// Remove the temp files that writers killed between create and rename left for the
+    /// cache files `owned` selects. Only call it holding the lock that excludes every writer
+    /// of those files; the writer's pid must also be gone (a live pid, e.g. a writer of
+    /// another network whose name merely shares the prefix, keeps its file). Returns how
+    /// many were removed.
+    pub fn remove_stale_temps(&self, owned: impl Fn(&str) -> bool) -> usize {
+        let Ok(rd) = std::fs::read_dir(self.results_dir()) else {
+            return 0;
+        };
+        if no_symlinks_below(&self.dir, &self.results_dir()).is_err() {
+            return 0;
+        }
+        let mut removed = 0;
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some((target, pid)) = name.to_str().and_then(atomic::temp_file_of) else {
+                continue;
+            };
+            let alive =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) != Err(nix::errno::Errno::ESRCH);
+            if owned(target) && !alive && std::fs::remove_file(e.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// Every valid `cniCacheV1` entry with a network, container and interface name, in file
@@ -392,6 +421,32 @@ mod tests {
         assert!(cache.remove(&key).is_err());
         assert_eq!(cache.read(&key), Cached::Missing);
         assert_eq!(std::fs::read(out_dir.join(key.file_name())).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn remove_takes_the_temp_files_of_killed_writers_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::new(d.path());
+        let key = Key::new("exnet", "ctr1", "eth0").unwrap();
+        cache.write(&key, &entry()).unwrap();
+        let dead = ".exnet-ctr1-eth0.tmp2147483646-0";
+        let live = format!(".exnet-ctr1-eth0.tmp{}-5", std::process::id());
+        let other = ".exnet-ctr2-eth0.tmp2147483646-0";
+        for n in [dead, live.as_str(), other] {
+            std::fs::write(cache.results_dir().join(n), b"{").unwrap();
+        }
+        cache.remove(&key).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(cache.results_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![live, other.to_string()],
+            "only the dead writer's file of this key goes"
+        );
+        assert_eq!(cache.remove_stale_temps(|f| f.starts_with("exnet-")), 1);
     }
 
     #[test]
