@@ -5,11 +5,11 @@
 # timer). Reservations are pre-created directly in the reference's file format, so both
 # implementations start from byte-identical stores. This is a benchmark, not a test.
 #
-# usage: sudo benches/host-local.sh [path/to/cnibox]    (env: N=runs, STORE_SIZE=reservations)
+# usage: sudo benches/host-local.sh [path/to/cnibox]    (env: N=runs, STORE_SIZE=reservations, REF=reference binary)
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
-REF=/usr/lib/cni/host-local
+REF=${REF:-/usr/lib/cni/host-local}
 N=${N:-31}
 STORE_SIZE=${STORE_SIZE:-60000}
 
@@ -54,21 +54,7 @@ call() { # plugin command id data_dir
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {printf "%.2f", (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-
-# usage: measure plugin data_dir -> "ADD_ms DEL_ms"
-measure() {
-    local plugin=$1 data=$2 add=() del=() t0 t1 t2 i
-    for ((i = 0; i < N; i++)); do
-        t0=$EPOCHREALTIME
-        call "$plugin" ADD "bench$i" "$data"
-        t1=$EPOCHREALTIME
-        call "$plugin" DEL "bench$i" "$data"
-        t2=$EPOCHREALTIME
-        add+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b-a)*1000}')")
-        del+=("$(awk -v a="$t1" -v b="$t2" 'BEGIN {printf "%.3f", (b-a)*1000}')")
-    done
-    echo "$(printf '%s\n' "${add[@]}" | median) $(printf '%s\n' "${del[@]}" | median)"
-}
+ms() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b-a)*1000}'; }
 
 impls=("cnibox:$WORK/bin/host-local")
 [ -x "$REF" ] && impls+=("reference:$REF")
@@ -76,20 +62,40 @@ impls=("cnibox:$WORK/bin/host-local")
 echo "preparing a store with $STORE_SIZE reservations…" >&2
 prefill "$WORK/template/bench" "$STORE_SIZE"
 
-declare -A RESULT
+declare -A PLUGIN SAMPLES
 rebuild_ms=""
 for entry in "${impls[@]}"; do
     name=${entry%%:*} plugin=${entry#*:}
-    RESULT[$name,empty]=$(measure "$plugin" "$WORK/$name-empty")
+    PLUGIN[$name]=$plugin
     cp -a "$WORK/template" "$WORK/$name-full"
+    mkdir -p "$WORK/$name-empty"
     if [ "$name" = cnibox ]; then
         # the first cnibox call after a foreign writer rebuilds the owner index (O(n), once)
         t0=$EPOCHREALTIME
         call "$plugin" DEL warmup "$WORK/$name-full"
         t1=$EPOCHREALTIME
-        rebuild_ms=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", (b-a)*1000}')
+        rebuild_ms=$(ms "$t0" "$t1")
     fi
-    RESULT[$name,full]=$(measure "$plugin" "$WORK/$name-full")
+done
+sync
+# every (implementation, store) pair runs in each round, so background load on the
+# machine hits all figures alike
+for ((i = 0; i < N; i++)); do
+    for entry in "${impls[@]}"; do
+        name=${entry%%:*}
+        for s in empty full; do
+            t0=$EPOCHREALTIME
+            call "${PLUGIN[$name]}" ADD "bench$i" "$WORK/$name-$s"
+            t1=$EPOCHREALTIME
+            call "${PLUGIN[$name]}" DEL "bench$i" "$WORK/$name-$s"
+            t2=$EPOCHREALTIME
+            SAMPLES[$name,$s,ADD]+="$(ms "$t0" "$t1") "
+            SAMPLES[$name,$s,DEL]+="$(ms "$t1" "$t2") "
+        done
+    done
+done
+for entry in "${impls[@]}"; do
+    name=${entry%%:*}
     left=$(find "$WORK/$name-full/bench" -maxdepth 1 -name '10.*' | wc -l)
     [ "$left" = "$STORE_SIZE" ] || { echo "host-local bench: $name left $left reservations, expected $STORE_SIZE" >&2; exit 1; }
 done
@@ -99,7 +105,8 @@ printf '%-12s %-18s %10s %10s\n' implementation store ADD DEL
 for entry in "${impls[@]}"; do
     name=${entry%%:*}
     for s in empty full; do
-        read -r a d <<<"${RESULT[$name,$s]}"
+        a=$(tr ' ' '\n' <<<"${SAMPLES[$name,$s,ADD]}" | grep . | median)
+        d=$(tr ' ' '\n' <<<"${SAMPLES[$name,$s,DEL]}" | grep . | median)
         label=$([ $s = empty ] && echo "empty" || echo "$STORE_SIZE reservations")
         printf '%-12s %-18s %10s %10s\n' "$name" "$label" "$a" "$d"
     done

@@ -3,7 +3,7 @@
 //! `bridge`, `veth`, … are symlinks to this binary: the name it is called under picks the
 //! applet. `cnibox <applet> …` works too, and `cnibox install DIR` creates the symlinks.
 use crate::cni::Plugin;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// What an applet is: a CNI plugin (driven by the protocol entry point) or a tool with its
@@ -142,24 +142,9 @@ struct InstallArgs {
 }
 
 fn install_main(args: &[OsString]) -> i32 {
-    let strs: Vec<&str> = match args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() {
-        Some(s) => s,
-        None => {
-            eprintln!("cnibox install: arguments must be UTF-8");
-            return 2;
-        }
-    };
-    let parsed = match <InstallArgs as argh::FromArgs>::from_args(&["cnibox install"], &strs) {
+    let parsed: InstallArgs = match parse_args("cnibox install", args) {
         Ok(p) => p,
-        Err(e) => {
-            return if e.status.is_ok() {
-                print!("{}", e.output);
-                0
-            } else {
-                eprint!("{}", e.output);
-                2
-            };
-        }
+        Err(code) => return code,
     };
     let exe = match std::fs::read_link("/proc/self/exe") {
         Ok(p) => p,
@@ -227,6 +212,24 @@ pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<Strin
     Ok(done)
 }
 
+/// argh over the OsString arguments of a tool applet. On `--help` the help goes to stdout
+/// and Err(0) comes back; on a usage error the message goes to stderr and Err(2).
+pub fn parse_args<T: argh::FromArgs>(cmd: &str, args: &[OsString]) -> Result<T, i32> {
+    let Some(strs) = args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() else {
+        eprintln!("{cmd}: arguments must be UTF-8");
+        return Err(2);
+    };
+    T::from_args(&[cmd], &strs).map_err(|e| {
+        if e.status.is_ok() {
+            print!("{}", e.output);
+            0
+        } else {
+            eprint!("{}", e.output);
+            2
+        }
+    })
+}
+
 /// True when both paths name the same file (device and inode), through symlinks.
 pub fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -234,12 +237,4 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
     }
-}
-
-/// The basename of a path as a str ("" when it has none).
-pub fn base_name(p: &OsStr) -> String {
-    Path::new(p)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

@@ -617,7 +617,6 @@ fn fuzz_results_parse_convert_round_trip() {
                     }
                 }
             }
-            let _ = cnibox::runtime::result_version::convert(&v, conf_version);
             let _ = cnibox::runtime::exec::parse_result(&bytes, conf_version);
             errs
         }));

@@ -157,7 +157,10 @@ pub fn validate_ifname(name: &str) -> Result<(), Error> {
     if name == "." || name == ".." {
         return Err(invalid("interface name is . or .."));
     }
-    if name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace()) {
+    if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c == '\0' || c.is_whitespace())
+    {
         return Err(invalid("interface name contains / or : or whitespace characters"));
     }
     Ok(())

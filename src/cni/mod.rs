@@ -4,7 +4,7 @@ pub mod config;
 pub mod delegate;
 pub mod env;
 pub mod error;
-mod json;
+pub mod json;
 pub mod plugin;
 pub mod result;
 pub mod version;

@@ -8,7 +8,6 @@ pub mod run;
 pub mod state;
 pub mod wrap;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// The options shared by `oci-hook` and `oci-wrap` (which hands them on to the hook).
@@ -45,24 +44,4 @@ impl HookOptions {
         }
         a
     }
-}
-
-/// argh over OsString arguments; Err is the exit code after printing help or the error.
-pub(crate) fn parse_args<T: argh::FromArgs>(cmd: &str, args: &[OsString]) -> Result<T, i32> {
-    let strs: Vec<&str> = match args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() {
-        Some(s) => s,
-        None => {
-            eprintln!("{cmd}: arguments must be UTF-8");
-            return Err(2);
-        }
-    };
-    T::from_args(&[cmd], &strs).map_err(|e| {
-        if e.status.is_ok() {
-            print!("{}", e.output);
-            0
-        } else {
-            eprint!("{}", e.output);
-            2
-        }
-    })
 }

@@ -41,21 +41,10 @@ pub struct Config {
     pub requested: Vec<IpAddr>,
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn type_error(v: &Value, field: &str, go_type: &str) -> ConfigError {
     err(format!(
         "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
-        kind(v)
+        crate::cni::json::kind(v)
     ))
 }
 

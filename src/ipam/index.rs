@@ -316,8 +316,12 @@ impl Index {
             nsec += 1_000_000_000;
         }
         let omit = TimeSpec::new(0, libc::UTIME_OMIT);
-        futimens(net_dir, &omit, &TimeSpec::new(sec, nsec))
-            .map_err(|e| ierr("set network directory mtime for", STAMP, e))?;
+        if futimens(net_dir, &omit, &TimeSpec::new(sec, nsec)).is_err() {
+            // not the directory's owner (and no CAP_FOWNER): without the mtime move the
+            // stamp could not be trusted, so leave it withdrawn — every call then rebuilds
+            // (slower, never wrong)
+            return Ok(());
+        }
         let now = DirStamp::of(net_dir).map_err(|e| ierr("stat network directory for", STAMP, e))?;
         write_replace(&self.dir, STAMP, &now.encode()).map_err(|e| ierr("write", STAMP, e))
     }

@@ -84,12 +84,9 @@ fn allocate_all(conf: &Config, req: &Request, store: &mut Store) -> Result<Vec<I
     Ok(ips)
 }
 
-/// Any address of the set left? (existence checks only, from the round-robin start)
-fn set_has_free(dir: &std::path::Path, set: &range_set::RangeSet, idx: usize) -> bool {
-    let last = std::fs::read_to_string(dir.join(format!("{}{idx}", store::LAST_RESERVED_PREFIX)))
-        .ok()
-        .and_then(|s| range::parse_ip(&s));
-    allocator::RangeIter::new(set, last).any(|(ip, _)| std::fs::symlink_metadata(dir.join(ip.to_string())).is_err())
+/// Any address of the set left? (existence checks from the round-robin start)
+fn set_has_free(peek: &store::Peek, set: &range_set::RangeSet, idx: usize) -> bool {
+    allocator::RangeIter::new(set, peek.last_reserved(idx)).any(|(ip, _)| !peek.is_taken(ip))
 }
 
 impl Plugin for HostLocal {
@@ -159,8 +156,9 @@ impl Plugin for HostLocal {
                 resolv::go_errno_text(&e)
             )));
         }
+        let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.0))?;
         for (idx, set) in conf.ranges.iter().enumerate() {
-            if !set_has_free(&dir, set, idx) {
+            if !set_has_free(&peek, set, idx) {
                 return Err(unavailable(format!(
                     "host-local: no IP addresses available in range set: {set}"
                 )));

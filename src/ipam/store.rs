@@ -74,6 +74,52 @@ pub fn reservation_ip(name: &str) -> Option<IpAddr> {
     parse_ip(name).filter(|ip| ip.to_string() == name)
 }
 
+/// `last_reserved_ip.<set>` as an IP (no trimming, like `net.ParseIP`).
+fn read_last_reserved(dir: &OwnedFd, set: usize) -> Option<IpAddr> {
+    let bytes = read_small(dir, &format!("{LAST_RESERVED_PREFIX}{set}"), 256).ok()?;
+    parse_ip(std::str::from_utf8(&bytes).ok()?)
+}
+
+fn open_network_dir(path: &Path) -> Result<OwnedFd, StoreError> {
+    openat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| StoreError(format!("open {}: {}", path.display(), go_errno(e))))
+}
+
+/// A read-only look at a network's store for STATUS: no lock, no change, no symlink followed.
+pub struct Peek {
+    dir: OwnedFd,
+}
+
+impl Peek {
+    pub fn open(data_dir: &Path, network: &str) -> Result<Peek, StoreError> {
+        check_network_name(network)?;
+        Ok(Peek {
+            dir: open_network_dir(&data_dir.join(network))?,
+        })
+    }
+
+    pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
+        read_last_reserved(&self.dir, set)
+    }
+
+    /// Anything by that name (even a planted symlink) makes the address unavailable.
+    pub fn is_taken(&self, ip: IpAddr) -> bool {
+        !matches!(
+            nix::sys::stat::fstatat(
+                &self.dir,
+                ip.to_string().as_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW
+            ),
+            Err(Errno::ENOENT)
+        )
+    }
+}
+
 /// The store of one network, locked for as long as it lives.
 pub struct Store {
     path: PathBuf,
@@ -103,13 +149,7 @@ impl Store {
                     super::resolv::go_errno_text(&e)
                 ))
             })?;
-        let dir = openat(
-            nix::fcntl::AT_FDCWD,
-            &path,
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| StoreError(format!("open {}: {}", path.display(), go_errno(e))))?;
+        let dir = open_network_dir(&path)?;
         // go-filemutex: O_CREAT|O_RDONLY, 0750
         let lock = openat(
             &dir,
@@ -340,10 +380,9 @@ impl Store {
             .map_err(|e| self.err("write", &name, Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
     }
 
-    /// `last_reserved_ip.<set>`, if present and an IP (no trimming, like `net.ParseIP`).
+    /// `last_reserved_ip.<set>`, if present and an IP.
     pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
-        let bytes = read_small(&self.dir, &format!("{LAST_RESERVED_PREFIX}{set}"), 256).ok()?;
-        parse_ip(std::str::from_utf8(&bytes).ok()?)
+        read_last_reserved(&self.dir, set)
     }
 
     /// Remove the given verified entries (files first, then the index).

@@ -224,15 +224,20 @@ impl Cache {
         };
         let mut names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
         names.sort();
-        names
-            .into_iter()
-            .filter_map(|n| read_regular(&self.dir, &self.results_dir().join(n)).ok())
-            .filter_map(|bytes| match decode(&bytes) {
-                Cached::Entry(e) => Some(*e),
-                _ => None,
-            })
-            .filter(|e| Key::new(&e.network, &e.container_id, &e.ifname).is_ok())
-            .collect()
+        let mut entries = Vec::new();
+        for name in names {
+            let Ok(bytes) = read_regular(&self.dir, &self.results_dir().join(&name)) else {
+                continue;
+            };
+            let Cached::Entry(entry) = decode(&bytes) else { continue };
+            // Only a file under its own key: this skips a temp file caught between write and
+            // rename, and copies made by hand.
+            let own_name = Key::new(&entry.network, &entry.container_id, &entry.ifname).map(|k| k.file_name());
+            if own_name.is_ok_and(|n| *name == *n) {
+                entries.push(*entry);
+            }
+        }
+        entries
     }
 }
 
@@ -384,6 +389,8 @@ mod tests {
         assert_eq!(cache.path(&key), d.path().join("results/exnet-ctr1-eth0"));
         assert_eq!(cache.read(&key), Cached::Entry(Box::new(entry())));
         std::fs::write(cache.results_dir().join("junk"), b"").unwrap();
+        // A complete copy under another name (a temp file before its rename) is not listed.
+        std::fs::copy(cache.path(&key), cache.results_dir().join(".exnet-ctr1-eth0.tmp1-0")).unwrap();
         assert_eq!(cache.list(), vec![entry()]);
         cache.remove(&key).unwrap();
         cache.remove(&key).unwrap();

@@ -5,8 +5,10 @@ use super::cache::{Cache, CacheError, Cached, Entry, Key, KIND_V1};
 use super::conflist::{self, ConfError, NetworkList, PluginConf};
 use super::exec::{self, ExecError, Invocation};
 use super::lock::{self, LockError};
-use super::{request, result_version, spec_version};
+use super::request;
 use crate::cni;
+use crate::cni::version;
+use crate::cni::CniResult;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
@@ -125,7 +127,8 @@ impl From<CacheError> for ChainError {
 }
 
 fn version_at_least(list: &NetworkList, min: &str) -> Result<bool, ChainError> {
-    spec_version::at_least(&list.cni_version, min)
+    version::compare(&list.cni_version, min)
+        .map(|o| o != std::cmp::Ordering::Less)
         .map_err(|e| ChainError::Invalid(format!("network {:?}: {e}", list.name)))
 }
 
@@ -259,7 +262,7 @@ impl Runtime {
             Cached::Entry(entry) => {
                 if !entry.config.is_empty() {
                     match NetworkList::from_bytes(&entry.config) {
-                        Ok(l) if l.name == key.network => out.list = Some(l),
+                        Ok(l) if l.name == key.network && !l.plugins.is_empty() => out.list = Some(l),
                         Ok(l) => warn(format!(
                             "cached config for {} is for network {:?}; using the config on disk",
                             key.file_name(),
@@ -293,11 +296,23 @@ impl Runtime {
                 } else {
                     list.cni_version.as_str()
                 };
-                result_version::convert(&r, to)
+                // Same version: passed on as cached; otherwise converted as libcni's GetAsVersion.
+                if r.get("cniVersion").and_then(Value::as_str) == Some(to) {
+                    return Ok(Some(r));
+                }
+                CniResult::from_json(&r)
+                    .and_then(|c| c.to_json(to))
                     .map(Some)
                     .map_err(|e| format!("failed to convert cached result to config version {to:?}: {e}"))
             }
         }
+    }
+
+    /// The list ADD ran with, from the cache, for DEL and CHECK when the network's config is
+    /// gone from disk.
+    pub fn cached_network(&self, name: &str, rt: &RuntimeConf) -> Option<NetworkList> {
+        let key = Key::new(name, &rt.container_id, &rt.ifname).ok()?;
+        self.read_cached(&key).list
     }
 
     /// The list and arguments DEL and CHECK run with: the cached ones when the cache has

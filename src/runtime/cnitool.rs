@@ -1,6 +1,7 @@
 //! The `cnitool` applet: run a network config list against a network namespace, in the
 //! spirit of upstream `cnitool`, on top of [`Runtime`].
 use super::chain::{Attachment, ChainError, Runtime, RuntimeConf};
+use super::conflist::NetworkList;
 use super::sandbox_status;
 use crate::util::sha512;
 use argh::FromArgs;
@@ -38,8 +39,10 @@ enum Cmd {
 /// run ADD for every plugin of NETWORK and print the result
 #[argh(subcommand, name = "add")]
 struct AddCmd {
+    /// the network's name (its "name" in NETCONFPATH)
     #[argh(positional)]
     network: String,
+    /// the network namespace path, e.g. /run/netns/NAME
     #[argh(positional)]
     netns: String,
     /// container ID (default: cnitool- plus the hex of the first 10 bytes of the SHA-512 of the absolute netns path)
@@ -51,8 +54,10 @@ struct AddCmd {
 /// run CHECK for every plugin of NETWORK with the cached result
 #[argh(subcommand, name = "check")]
 struct CheckCmd {
+    /// the network's name (its "name" in NETCONFPATH)
     #[argh(positional)]
     network: String,
+    /// the network namespace path, e.g. /run/netns/NAME
     #[argh(positional)]
     netns: String,
     /// container ID (default: derived from the netns path, as for add)
@@ -64,8 +69,10 @@ struct CheckCmd {
 /// run DEL for every plugin of NETWORK in reverse order with the cached result and config
 #[argh(subcommand, name = "del")]
 struct DelCmd {
+    /// the network's name (its "name" in NETCONFPATH)
     #[argh(positional)]
     network: String,
+    /// the network namespace path, e.g. /run/netns/NAME
     #[argh(positional)]
     netns: String,
     /// container ID (default: derived from the netns path, as for add)
@@ -77,6 +84,7 @@ struct DelCmd {
 /// run STATUS for every plugin of NETWORK (spec 1.1.0 and later)
 #[argh(subcommand, name = "status")]
 struct StatusCmd {
+    /// the network's name (its "name" in NETCONFPATH)
     #[argh(positional)]
     network: String,
 }
@@ -85,6 +93,7 @@ struct StatusCmd {
 /// delete every cached attachment of NETWORK not kept, then send GC to its plugins
 #[argh(subcommand, name = "gc")]
 struct GcCmd {
+    /// the network's name (its "name" in NETCONFPATH)
     #[argh(positional)]
     network: String,
     /// an attachment to keep, CONTAINER-ID:IFNAME (repeatable)
@@ -96,6 +105,7 @@ struct GcCmd {
 /// print a container's IPs from the cached results of all its attachments
 #[argh(subcommand, name = "sandbox-status")]
 struct SandboxStatusCmd {
+    /// the container ID the attachments were added under
     #[argh(positional)]
     container_id: String,
     /// the interface whose first address is the primary IP (default eth0)
@@ -231,61 +241,55 @@ fn parse_keep(spec: &str) -> Result<Attachment, String> {
     }
 }
 
+/// Run an ADD, CHECK or DEL. With `cache_fallback`, a network whose config is gone from
+/// disk is taken from the cache entry of this attachment, so it can still be torn down.
+fn attachment_cmd(
+    rt: &Runtime,
+    network: &str,
+    netns: &str,
+    container_id: Option<String>,
+    cache_fallback: bool,
+    op: impl Fn(&NetworkList, &RuntimeConf) -> Result<(), ChainError>,
+) -> i32 {
+    let conf = match runtime_conf(netns, container_id) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let list = match rt.load_network(network) {
+        Ok(list) => list,
+        Err(e) => match cache_fallback.then(|| rt.cached_network(network, &conf)).flatten() {
+            Some(list) => {
+                super::chain::warn(format!("{e}; using the config cached at ADD"));
+                list
+            }
+            None => return fail(e),
+        },
+    };
+    op(&list, &conf).map_or_else(|e| report(&e, &list.cni_version), |_| 0)
+}
+
 /// Entry point: `args` are the arguments after the applet name.
 pub fn main(args: &[OsString]) -> i32 {
-    let strs: Vec<&str> = match args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() {
-        Some(s) => s,
-        None => return fail("arguments must be UTF-8"),
-    };
-    let cli = match Cli::from_args(&["cnitool"], &strs) {
+    let cli: Cli = match crate::applets::parse_args("cnitool", args) {
         Ok(c) => c,
-        Err(e) => {
-            return if e.status.is_ok() {
-                print!("{}", e.output);
-                0
-            } else {
-                eprint!("{}", e.output);
-                2
-            }
-        }
+        Err(code) => return code,
     };
     let rt = runtime_from_env();
-    let with_list = |name: &str, f: &dyn Fn(&super::NetworkList) -> i32| match rt.load_network(name) {
+    let with_list = |name: &str, f: &dyn Fn(&NetworkList) -> i32| match rt.load_network(name) {
         Ok(list) => f(&list),
         Err(e) => fail(e),
     };
     match cli.cmd {
-        Cmd::Add(c) => with_list(
-            &c.network,
-            &|list| match runtime_conf(&c.netns, c.container_id.clone()) {
-                Err(e) => fail(e),
-                Ok(conf) => match rt.add_network_list(list, &conf) {
-                    Ok(result) => {
-                        println!("{}", pretty(&result));
-                        0
-                    }
-                    Err(e) => report(&e, &list.cni_version),
-                },
-            },
-        ),
-        Cmd::Check(c) => with_list(
-            &c.network,
-            &|list| match runtime_conf(&c.netns, c.container_id.clone()) {
-                Err(e) => fail(e),
-                Ok(conf) => rt
-                    .check_network_list(list, &conf)
-                    .map_or_else(|e| report(&e, &list.cni_version), |_| 0),
-            },
-        ),
-        Cmd::Del(c) => with_list(
-            &c.network,
-            &|list| match runtime_conf(&c.netns, c.container_id.clone()) {
-                Err(e) => fail(e),
-                Ok(conf) => rt
-                    .del_network_list(list, &conf)
-                    .map_or_else(|e| report(&e, &list.cni_version), |_| 0),
-            },
-        ),
+        Cmd::Add(c) => attachment_cmd(&rt, &c.network, &c.netns, c.container_id, false, |list, conf| {
+            rt.add_network_list(list, conf)
+                .map(|result| println!("{}", pretty(&result)))
+        }),
+        Cmd::Check(c) => attachment_cmd(&rt, &c.network, &c.netns, c.container_id, true, |list, conf| {
+            rt.check_network_list(list, conf)
+        }),
+        Cmd::Del(c) => attachment_cmd(&rt, &c.network, &c.netns, c.container_id, true, |list, conf| {
+            rt.del_network_list(list, conf)
+        }),
         Cmd::Status(c) => with_list(&c.network, &|list| {
             rt.status_network_list(list)
                 .map_or_else(|e| report(&e, &list.cni_version), |_| 0)

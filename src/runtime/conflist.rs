@@ -1,6 +1,7 @@
 //! Network configuration lists (`.conflist`), and single-plugin `.conf`/`.json` files wrapped
 //! into a list, loaded and parsed as libcni does (`libcni/conf.go`).
-use super::spec_version;
+use super::names;
+use crate::cni::version;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -71,6 +72,8 @@ pub struct NetworkList {
     pub cni_version: String,
     pub disable_check: bool,
     pub disable_gc: bool,
+    /// `loadOnlyInlinedPlugins`: when false, `<dir>/<name>/*.conf` plugins are appended.
+    pub load_only_inlined: bool,
     pub plugins: Vec<PluginConf>,
     /// The list as it is cached: the file's bytes (or the wrapped `.conf`).
     pub bytes: Vec<u8>,
@@ -123,18 +126,10 @@ fn read_bool(obj: &Map<String, Value>, key: &str) -> Result<bool, ConfError> {
             "false" => Ok(false),
             other => Err(parse_err(format!("invalid value {other:?} for {key}"))),
         },
-        Some(other) => Err(parse_err(format!("invalid type {} for {key}", json_type(other)))),
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+        Some(other) => Err(parse_err(format!(
+            "invalid type {} for {key}",
+            crate::cni::json::kind(other)
+        ))),
     }
 }
 
@@ -144,29 +139,36 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
     let version = match obj.get("cniVersion") {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(parse_err(format!("invalid cniVersion type {}", json_type(other)))),
+        Some(other) => {
+            return Err(parse_err(format!(
+                "invalid cniVersion type {}",
+                crate::cni::json::kind(other)
+            )))
+        }
     };
     let Some(raw) = obj.get("cniVersions") else {
         return Ok(version);
     };
     let list = raw
         .as_array()
-        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", json_type(raw))))?;
+        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", crate::cni::json::kind(raw))))?;
     let mut candidates = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let s = v
-            .as_str()
-            .ok_or_else(|| parse_err(format!("invalid type for cniVersions index {i}: {}", json_type(v))))?;
-        let parsed = spec_version::parse(s)
-            .map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
-        if parsed <= spec_version::parse(spec_version::CURRENT).expect("CURRENT parses") {
+        let s = v.as_str().ok_or_else(|| {
+            parse_err(format!(
+                "invalid type for cniVersions index {i}: {}",
+                crate::cni::json::kind(v)
+            ))
+        })?;
+        let parsed =
+            version::parse(s).map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
+        if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
             candidates.push((parsed, s.to_string()));
         }
     }
     if !version.is_empty() {
-        let parsed =
-            spec_version::parse(&version).map_err(|e| parse_err(format!("invalid cniVersion {version}: {e}")))?;
-        if parsed <= spec_version::parse(spec_version::CURRENT).expect("CURRENT parses") {
+        let parsed = version::parse(&version).map_err(|e| parse_err(format!("invalid cniVersion {version}: {e}")))?;
+        if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
             candidates.push((parsed, version.clone()));
         }
     }
@@ -183,23 +185,34 @@ impl NetworkList {
         let v: Value = serde_json::from_slice(bytes).map_err(parse_err)?;
         let obj = v
             .as_object()
-            .ok_or_else(|| parse_err(format!("expected an object, got {}", json_type(&v))))?;
+            .ok_or_else(|| parse_err(format!("expected an object, got {}", crate::cni::json::kind(&v))))?;
         let name = match obj.get("name") {
             None => return Err(parse_err("no name")),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(parse_err(format!("invalid name type {}", json_type(other)))),
+            Some(other) => {
+                return Err(parse_err(format!(
+                    "invalid name type {}",
+                    crate::cni::json::kind(other)
+                )))
+            }
         };
         let cni_version = select_version(obj)?;
         let disable_check = read_bool(obj, "disableCheck")?;
         let disable_gc = read_bool(obj, "disableGC")?;
+        let load_only_inlined = read_bool(obj, "loadOnlyInlinedPlugins")?;
         let raw_plugins = match obj.get("plugins") {
-            None => return Err(parse_err("no 'plugins' key")),
-            Some(Value::Array(a)) => a,
-            Some(other) => return Err(parse_err(format!("invalid 'plugins' type {}", json_type(other)))),
+            // Newer spec: the plugins may all come from `<dir>/<name>/*.conf` (see `load`).
+            None if !load_only_inlined => Vec::new(),
+            None => return Err(parse_err("`loadOnlyInlinedPlugins` is true, and no 'plugins' key")),
+            Some(Value::Array(a)) if a.is_empty() => return Err(parse_err("no plugins in list")),
+            Some(Value::Array(a)) => a.clone(),
+            Some(other) => {
+                return Err(parse_err(format!(
+                    "invalid 'plugins' type {}",
+                    crate::cni::json::kind(other)
+                )))
+            }
         };
-        if raw_plugins.is_empty() {
-            return Err(parse_err("no plugins in list"));
-        }
         let mut plugins = Vec::with_capacity(raw_plugins.len());
         for (i, p) in raw_plugins.iter().enumerate() {
             let conf = PluginConf::from_value(p)
@@ -211,6 +224,7 @@ impl NetworkList {
             cni_version,
             disable_check,
             disable_gc,
+            load_only_inlined,
             plugins,
             bytes: bytes.to_vec(),
         })
@@ -267,11 +281,39 @@ fn in_file(path: &Path, e: ConfError) -> ConfError {
     }
 }
 
+/// A `.conflist` file plus, unless `loadOnlyInlinedPlugins`, the plugin objects in
+/// `<dir>/<name>/*.conf` (`NetworkConfFromFile`). When such files add plugins, the list's
+/// bytes become the merged list, so the cache holds everything the chain ran.
+fn list_from_file(path: &Path) -> Result<NetworkList, ConfError> {
+    let mut list = NetworkList::from_bytes(&read_file(path)?).map_err(|e| in_file(path, e))?;
+    if !list.load_only_inlined && names::network_name(&list.name).is_ok() {
+        let plugin_dir = path.parent().unwrap_or(Path::new(".")).join(&list.name);
+        let extra = files_with(&plugin_dir, &["conf"])?;
+        if !extra.is_empty() {
+            let mut merged: Map<String, Value> = serde_json::from_slice(&list.bytes).map_err(parse_err)?;
+            let mut all: Vec<Value> = list.plugins.iter().map(|p| Value::Object(p.raw.clone())).collect();
+            for file in &extra {
+                let v: Value = serde_json::from_slice(&read_file(file)?)
+                    .map_err(|e| in_file(file, ConfError::Parse(format!("error parsing configuration: {e}"))))?;
+                list.plugins
+                    .push(PluginConf::from_value(&v).map_err(|e| in_file(file, e))?);
+                all.push(v);
+            }
+            merged.insert("plugins".into(), Value::Array(all));
+            list.bytes = serde_json::to_vec(&merged).expect("a JSON value serialises");
+        }
+    }
+    if list.plugins.is_empty() {
+        return Err(in_file(path, ConfError::Parse("no plugin configs found".into())));
+    }
+    Ok(list)
+}
+
 /// The first network in `dir`: the first `.conflist` in name order, else the first
 /// `.conf`/`.json` file (wrapped into a list), as runtimes pick their default network.
 pub fn first(dir: &Path) -> Result<NetworkList, ConfError> {
     if let Some(path) = files_with(dir, &["conflist"])?.first() {
-        return NetworkList::from_bytes(&read_file(path)?).map_err(|e| in_file(path, e));
+        return list_from_file(path);
     }
     if let Some(path) = files_with(dir, &["conf", "json"])?.first() {
         return NetworkList::from_plugin_bytes(&read_file(path)?).map_err(|e| in_file(path, e));
@@ -285,7 +327,7 @@ pub fn first(dir: &Path) -> Result<NetworkList, ConfError> {
 pub fn load(dir: &Path, name: &str) -> Result<NetworkList, ConfError> {
     let lists = files_with(dir, &["conflist"])?;
     for path in &lists {
-        let list = NetworkList::from_bytes(&read_file(path)?).map_err(|e| in_file(path, e))?;
+        let list = list_from_file(path)?;
         if list.name == name {
             return Ok(list);
         }
@@ -389,6 +431,41 @@ mod tests {
         assert_eq!(
             String::from_utf8(l.bytes).unwrap(),
             r#"{"cniVersion":"0.3.1","name":"s","plugins":[{"cniVersion":"0.3.1","name":"s","type":"bridge","zz":1}]}"#
+        );
+    }
+
+    #[test]
+    fn appends_plugins_from_the_network_directory() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("a.conflist"),
+            r#"{"name":"a","cniVersion":"1.1.0","plugins":[{"type":"x"}]}"#,
+        )
+        .unwrap();
+        std::fs::write(d.path().join("b.conflist"), r#"{"name":"b","cniVersion":"1.1.0"}"#).unwrap();
+        std::fs::write(
+            d.path().join("c.conflist"),
+            r#"{"name":"c","cniVersion":"1.1.0","loadOnlyInlinedPlugins":true,"plugins":[{"type":"x"}]}"#,
+        )
+        .unwrap();
+        for net in ["a", "b", "c"] {
+            std::fs::create_dir(d.path().join(net)).unwrap();
+            std::fs::write(d.path().join(net).join("20-z.conf"), r#"{"type":"z"}"#).unwrap();
+            std::fs::write(d.path().join(net).join("10-y.conf"), r#"{"type":"y"}"#).unwrap();
+            std::fs::write(d.path().join(net).join("ignored.json"), r#"{"type":"w"}"#).unwrap();
+        }
+        let types = |l: &NetworkList| l.plugins.iter().map(|p| p.plugin_type.clone()).collect::<Vec<_>>();
+        let a = load(d.path(), "a").unwrap();
+        assert_eq!(types(&a), ["x", "y", "z"]);
+        // The cached bytes hold the merged list.
+        assert_eq!(types(&NetworkList::from_bytes(&a.bytes).unwrap()), ["x", "y", "z"]);
+        assert_eq!(types(&load(d.path(), "b").unwrap()), ["y", "z"]);
+        assert_eq!(types(&load(d.path(), "c").unwrap()), ["x"]);
+        std::fs::remove_dir_all(d.path().join("b")).unwrap();
+        let e = load(d.path(), "b").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}: no plugin configs found", d.path().join("b.conflist").display())
         );
     }
 

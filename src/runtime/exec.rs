@@ -1,11 +1,11 @@
 //! Finding and running one plugin process, as libcni's `pkg/invoke`: the runtime's
 //! environment plus the six CNI variables, stdin the request, stdout the result or the
 //! plugin's error object.
-use super::spec_version;
 use crate::cni;
 use serde_json::Value;
 use std::fmt;
 use std::io::{Read, Write};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -104,18 +104,11 @@ pub fn run(plugin: &Path, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, Exe
             }
         }
     };
-    // Write stdin fully before reading: requests are small and plugins read all of stdin
-    // before writing, and a plugin that exits early only gives EPIPE here, which is ignored.
-    if let Some(mut input) = child.stdin.take() {
-        let _ = input.write_all(stdin);
-    }
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
-    let mut out_pipe = child.stdout.take().expect("stdout is piped");
-    let mut err_pipe = child.stderr.take().expect("stderr is piped");
-    read_both(&mut out_pipe, &mut err_pipe, &mut stdout, &mut stderr).map_err(|e| ExecError::Spawn {
+    communicate(&mut child, stdin, &mut stdout, &mut stderr).map_err(|e| ExecError::Spawn {
         path: plugin.to_path_buf(),
-        msg: format!("reading its output: {e}"),
+        msg: format!("exchanging data with it: {e}"),
     })?;
     let status = child.wait().map_err(|e| ExecError::Spawn {
         path: plugin.to_path_buf(),
@@ -130,54 +123,85 @@ pub fn run(plugin: &Path, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, Exe
     Err(ExecError::Plugin(plugin_error(&status_text(status), &stdout, &stderr)))
 }
 
-/// Drain two pipes without threads: poll both until both reach EOF, so a plugin that
-/// fills one pipe while we block on the other cannot deadlock.
-fn read_both(
-    out: &mut std::process::ChildStdout,
-    err: &mut std::process::ChildStderr,
+/// Feed stdin and drain stdout and stderr at once, without threads: one poll loop over the
+/// three pipes, so a plugin that writes before it has read all its input (or fills stderr)
+/// cannot deadlock against us. A plugin that exits without reading just closes stdin.
+fn communicate(
+    child: &mut std::process::Child,
+    input: &[u8],
     out_buf: &mut Vec<u8>,
     err_buf: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let mut open = [true, true];
+    let mut stdin = child.stdin.take();
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let mut written = 0;
+    if input.is_empty() {
+        stdin = None;
+    }
     let mut chunk = [0u8; 8192];
-    while open[0] || open[1] {
+    while stdin.is_some() || out.is_some() || err.is_some() {
         // A closed pipe gets fd -1, which poll ignores.
         let mut fds = [
             libc::pollfd {
-                fd: if open[0] { out.as_raw_fd() } else { -1 },
+                fd: stdin.as_ref().map_or(-1, |p| p.as_raw_fd()),
+                events: libc::POLLOUT,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: out.as_ref().map_or(-1, |p| p.as_raw_fd()),
                 events: libc::POLLIN,
                 revents: 0,
             },
             libc::pollfd {
-                fd: if open[1] { err.as_raw_fd() } else { -1 },
+                fd: err.as_ref().map_or(-1, |p| p.as_raw_fd()),
                 events: libc::POLLIN,
                 revents: 0,
             },
         ];
-        // SAFETY: fds is a valid array of two pollfd for the duration of the call.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        // SAFETY: fds is a valid array of three pollfd for the duration of the call.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             return Err(e);
         }
-        for (which, fd) in fds.iter().enumerate() {
-            if !open[which] || fd.revents == 0 {
+        if fds[0].revents != 0 {
+            if let Some(pipe) = stdin.as_mut() {
+                // At most PIPE_BUF bytes: POLLOUT promises that much room, so this never blocks.
+                let end = input.len().min(written + libc::PIPE_BUF);
+                match pipe.write(&input[written..end]) {
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    // The plugin closed its stdin (EPIPE) or exited: it has all it wants.
+                    Err(_) => written = input.len(),
+                }
+                if written == input.len() {
+                    stdin = None;
+                }
+            }
+        }
+        for (idx, buf) in [(1, &mut *out_buf), (2, &mut *err_buf)] {
+            if fds[idx].revents == 0 {
                 continue;
             }
-            let n = if which == 0 {
-                out.read(&mut chunk)?
-            } else {
-                err.read(&mut chunk)?
+            let n = match idx {
+                1 => out.as_mut().map(|p| p.read(&mut chunk)),
+                _ => err.as_mut().map(|p| p.read(&mut chunk)),
             };
-            if n == 0 {
-                open[which] = false;
-            } else if which == 0 {
-                out_buf.extend_from_slice(&chunk[..n]);
-            } else {
-                err_buf.extend_from_slice(&chunk[..n]);
+            match n {
+                Some(Ok(0)) | None => {
+                    if idx == 1 {
+                        out = None;
+                    } else {
+                        err = None;
+                    }
+                }
+                Some(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+                Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -232,7 +256,7 @@ pub fn plugin_error(status: &str, stdout: &[u8], stderr: &[u8]) -> cni::Error {
 }
 
 /// Parse an ADD result (`ExecPluginWithResult`): a JSON object; a missing or empty
-/// `cniVersion` is taken to be the config's (cni#895); other versions must be known.
+/// `cniVersion` is taken to be the config's (cni#895); the result must parse in its version.
 pub fn parse_result(stdout: &[u8], config_version: &str) -> Result<Value, ExecError> {
     let v: Value = serde_json::from_slice(stdout)
         .map_err(|e| ExecError::BadResult(format!("failed to unmarshal raw result: {e}")))?;
@@ -252,13 +276,11 @@ pub fn parse_result(stdout: &[u8], config_version: &str) -> Result<Value, ExecEr
             config_version.to_string()
         }
     };
-    let effective = if version.is_empty() { "0.1.0" } else { version.as_str() };
-    if !spec_version::KNOWN_RESULT_VERSIONS.contains(&effective) {
-        return Err(ExecError::BadResult(format!(
-            "unsupported CNI result version {version:?}"
-        )));
-    }
-    Ok(Value::Object(obj))
+    let fixed = Value::Object(obj);
+    // Validated as libcni does (its result types reject unknown versions and bad shapes),
+    // but passed on as the plugin wrote it, so nothing the plugin said is lost.
+    cni::CniResult::from_plugin_output(&fixed, &version).map_err(|e| ExecError::BadResult(e.to_string()))?;
+    Ok(fixed)
 }
 
 #[cfg(test)]
@@ -321,6 +343,39 @@ mod tests {
         );
         assert_eq!(find("", &dirs).unwrap_err().to_string(), "no plugin name provided");
         assert_eq!(find("plug", &[]).unwrap_err().to_string(), "no paths provided");
+    }
+
+    #[test]
+    fn big_input_and_output_at_once_do_not_deadlock() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("echo");
+        // Copies stdin to stdout as it reads: the stdout pipe fills long before stdin is
+        // fully written, so writing all input before reading would hang.
+        std::fs::write(&p, "#!/bin/sh\ncat\n").unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let input = vec![b'x'; 1_000_000];
+        let out = run(
+            &p,
+            &input,
+            &Invocation {
+                command: "ADD",
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(out.len(), input.len());
+        // A plugin that never reads stdin and exits still gives a clean answer.
+        std::fs::write(&p, "#!/bin/sh\necho '{\"code\":7,\"msg\":\"no\"}'\nexit 1\n").unwrap();
+        let e = run(
+            &p,
+            &input,
+            &Invocation {
+                command: "ADD",
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e, ExecError::Plugin(cni::Error::new(7, "no")));
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl Runtime {
         // temp files of cache writes killed mid-way (we hold the network lock: no live writer)
         let prefix = format!("{}-", list.name);
         self.cache().remove_stale_temps(|f| f.starts_with(&prefix));
-        let gc_supported = super::spec_version::at_least(&list.cni_version, "1.1.0").unwrap_or(false);
+        let gc_supported = crate::cni::version::at_least(&list.cni_version, crate::cni::version::STATUS_GC_MIN);
         if gc_supported {
             let valid_json: Value = valid
                 .iter()

@@ -13,9 +13,7 @@ pub mod gc;
 pub mod lock;
 pub mod names;
 pub mod request;
-pub mod result_version;
 pub mod sandbox_status;
-pub mod spec_version;
 
 pub use chain::{Attachment, ChainError, Runtime, RuntimeConf};
 pub use conflist::NetworkList;

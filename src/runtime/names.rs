@@ -1,5 +1,6 @@
 //! The CNI naming rules for container IDs, network names and interface names. They are
 //! checked before a name is used, so a cache or lock key can never leave its directory.
+use crate::cni::env;
 use std::fmt;
 
 /// Which rule a name broke; the message names the kind of name and the value.
@@ -16,66 +17,35 @@ impl fmt::Display for NameError {
 
 impl std::error::Error for NameError {}
 
-/// `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`, the rule for container IDs and network names.
-fn id_like(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+// The rules and messages are the protocol core's (cni::env); here they only gain the
+// offending value, since a runtime reports names from many attachments at once.
+fn named(value: &str, r: Result<(), crate::cni::Error>) -> Result<(), NameError> {
+    r.map_err(|e| NameError {
+        msg: if value.is_empty() {
+            e.msg
+        } else {
+            format!("{} {value:?}", e.msg)
+        },
+    })
 }
 
 pub fn container_id(id: &str) -> Result<(), NameError> {
-    if id.is_empty() {
-        return Err(NameError {
-            msg: "missing containerID".into(),
-        });
-    }
-    if !id_like(id) {
-        return Err(NameError {
-            msg: format!("invalid characters in containerID {id:?}"),
-        });
-    }
-    Ok(())
+    named(id, env::validate_container_id(id))
 }
 
 pub fn network_name(name: &str) -> Result<(), NameError> {
-    if name.is_empty() {
-        return Err(NameError {
-            msg: "missing network name".into(),
-        });
-    }
-    if !id_like(name) {
-        return Err(NameError {
-            msg: format!("invalid characters found in network name {name:?}"),
-        });
-    }
-    Ok(())
+    named(name, env::validate_network_name(name))
 }
 
 /// libcni's `ValidateInterfaceName`.
 pub fn interface_name(name: &str) -> Result<(), NameError> {
-    let bad = |why: &str| {
-        Err(NameError {
-            msg: format!("interface name {name:?} {why}"),
-        })
-    };
-    if name.is_empty() {
-        return Err(NameError {
-            msg: "interface name is empty".into(),
-        });
-    }
-    if name.len() > 15 {
-        return bad("is too long (interface name should be less than 16 characters)");
-    }
-    if name == "." || name == ".." {
-        return bad("is not a valid interface name");
-    }
-    if name
-        .chars()
-        .any(|c| c == '/' || c == ':' || c == '\0' || c.is_whitespace())
-    {
-        return bad("contains a character that is not allowed ('/', ':', NUL or whitespace)");
-    }
-    Ok(())
+    env::validate_ifname(name).map_err(|e| NameError {
+        msg: if name.is_empty() {
+            e.msg
+        } else {
+            format!("interface name {name:?}: {}", e.msg)
+        },
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 #   fail       {"ADD": {"code":…,"msg":…}, …}: print that error object and exit 1
 #   result     print this exact value on ADD instead of building one
 #   sleep      seconds to sleep after recording (to test serialisation)
+#   rendezvous {"dir": D, "count": N}: create D/$CNI_CONTAINERID, then wait (up to 10 s)
+#              until N such files exist; fails if they never do (to prove parallelism)
 set -eu
 stdin=$(cat)
 tag=$(printf '%s' "$stdin" | jq -r '.tag // "untagged"')
@@ -22,6 +24,21 @@ jq -cn \
 
 sleep_for=$(printf '%s' "$stdin" | jq -r '.sleep // 0')
 [ "$sleep_for" = 0 ] || sleep "$sleep_for"
+
+rdv_dir=$(printf '%s' "$stdin" | jq -r '.rendezvous.dir // empty')
+if [ -n "$rdv_dir" ]; then
+    rdv_count=$(printf '%s' "$stdin" | jq -r '.rendezvous.count')
+    touch "$rdv_dir/${CNI_CONTAINERID-}"
+    tries=0
+    while [ "$(ls "$rdv_dir" | wc -l)" -lt "$rdv_count" ]; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 100 ]; then
+            printf '{"code":999,"msg":"rendezvous: only %s of %s calls arrived"}' "$(ls "$rdv_dir" | wc -l)" "$rdv_count"
+            exit 1
+        fi
+        sleep 0.1
+    done
+fi
 
 failure=$(printf '%s' "$stdin" | jq -c --arg c "${CNI_COMMAND-}" '.fail[$c] // empty')
 if [ -n "$failure" ]; then
