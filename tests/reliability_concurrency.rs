@@ -71,7 +71,7 @@ fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Val
             .run()
             .success();
     }
-    let baseline = (env.host.links(), env.host.ip(&["-o", "addr"]), rules(&env.host));
+    let baseline = (env.host.links(), addrs(&env.host), rules(&env.host));
     // (network, address) → container id, for the live attachments
     let live: Arc<Mutex<BTreeMap<(String, String), String>>> = Arc::default();
     let figures: Arc<Mutex<Figures>> = Arc::default();
@@ -181,8 +181,16 @@ fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Val
             "{net}: stray files {names:?}"
         );
     }
-    let end = (env.host.links(), env.host.ip(&["-o", "addr"]), rules(&env.host));
+    let end = (env.host.links(), addrs(&env.host), rules(&env.host));
     assert_eq!(baseline, end, "{name}: host state differs after everything was deleted");
+}
+
+/// Addresses without their flags (a link-local address is "tentative" for a while).
+fn addrs(ns: &Netns) -> String {
+    ns.ip(&["-o", "addr"])
+        .lines()
+        .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" ") + "\n")
+        .collect()
 }
 
 fn rules(ns: &Netns) -> String {

@@ -213,7 +213,7 @@ impl World {
         s += &host
             .ip(&["-o", "addr", "show"])
             .lines()
-            .map(|l| l.split(" valid_lft").next().unwrap().to_string() + "\n")
+            .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" ") + "\n") // not the flags ("tentative")
             .collect::<String>();
         s += &rules(host);
         for ns in &self.pool {

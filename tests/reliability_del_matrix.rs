@@ -77,7 +77,7 @@ fn host_state(env: &TestEnv) -> String {
         .host
         .ip(&["-o", "addr", "show"])
         .lines()
-        .map(|l| l.split(" valid_lft").next().unwrap().to_string() + "\n")
+        .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" ") + "\n") // not the flags ("tentative")
         .collect();
     links + &addrs + &rules(&env.host)
 }
