@@ -271,7 +271,7 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
     out
 }
 
-fn gen_env(r: &mut Rng, bin_dir: &str) -> BTreeMap<String, String> {
+fn gen_env(r: &mut Rng, bin_dir: &str, containers: &[String]) -> BTreeMap<String, String> {
     let mut e = BTreeMap::new();
     let cmd = *r.pick(&[
         "ADD", "ADD", "ADD", "DEL", "DEL", "CHECK", "STATUS", "GC", "VERSION", "add", "", "BOGUS",
@@ -292,6 +292,8 @@ fn gen_env(r: &mut Rng, bin_dir: &str) -> BTreeMap<String, String> {
     let netns = match r.below(10) {
         0 => String::new(),
         1 | 2 => own_netns_path(),
+        // a real container namespace: valid inputs get all the way through ADD
+        3..=5 => r.pick(containers).clone(),
         _ => "/run/netns/cnibox-fuzz-nonexistent".into(),
     };
     e.insert("CNI_NETNS".into(), netns);
@@ -356,9 +358,14 @@ fn fuzz_plugin(applet: &str) {
         std::os::unix::fs::symlink(cnibox(), bin.join(name)).unwrap();
     }
     let applet_name = applet.to_string();
+    let containers: Vec<Netns> = (0..2).map(|_| Netns::new("z")).collect();
+    let container_paths: Vec<String> = containers.iter().map(|n| n.path_str().to_string()).collect();
     // a thread of its own in a fresh network namespace: whatever an input makes the plugin
     // do, it does it there
     let tally = in_private_netns(move || {
+        // the master the macvlan seeds name, in the thread's namespace
+        run_ok(std::process::Command::new("ip").args(["link", "add", "fzm0", "type", "veth", "peer", "name", "fzm0p"]));
+        run_ok(std::process::Command::new("ip").args(["link", "set", "fzm0", "up"]));
         let mut r = Rng::from_env(&applet_name);
         let seeds = seeds(&applet_name, &dir);
         let bin_dir = bin.to_str().unwrap().to_string();
@@ -398,7 +405,7 @@ fn fuzz_plugin(applet: &str) {
                 let _ = std::fs::remove_dir_all(dir.join("data"));
             }
             let call = Call {
-                env: gen_env(&mut r, &bin_dir),
+                env: gen_env(&mut r, &bin_dir, &container_paths),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
             };
             let out = check(&mut t, &call);
@@ -423,6 +430,7 @@ fn fuzz_plugin(applet: &str) {
         eprintln!("fuzz {applet_name}: {n} generated inputs");
         t
     });
+    drop(containers);
     eprintln!("fuzz {applet}: {} executions, outcomes {:?}", tally.runs, tally.codes);
     assert!(
         tally.codes.get("ok").copied().unwrap_or(0) > 0 || applet != "host-local",
