@@ -330,8 +330,8 @@ fn save_failure(target: &str, call: &Call, why: &str) -> PathBuf {
     p
 }
 
-/// A call slower than this is reported as a hang.
-const HANG: Duration = Duration::from_secs(5);
+/// A call slower than this is reported as a hang (above the plugins' 10 s IPv6 DAD wait).
+const HANG: Duration = Duration::from_secs(15);
 
 struct Tally {
     runs: u64,
@@ -365,7 +365,9 @@ fn fuzz_plugin(applet: &str) {
     let tally = in_private_netns(move || {
         // the master the macvlan seeds name, in the thread's namespace
         run_ok(std::process::Command::new("ip").args(["link", "add", "fzm0", "type", "veth", "peer", "name", "fzm0p"]));
+        // both ends up: without a carrier IPv6 DAD never ends and ADD waits out its timeout
         run_ok(std::process::Command::new("ip").args(["link", "set", "fzm0", "up"]));
+        run_ok(std::process::Command::new("ip").args(["link", "set", "fzm0p", "up"]));
         let mut r = Rng::from_env(&applet_name);
         let seeds = seeds(&applet_name, &dir);
         let bin_dir = bin.to_str().unwrap().to_string();
