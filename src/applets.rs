@@ -25,6 +25,21 @@ pub struct Applet {
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
     Applet {
+        name: "veth",
+        summary: "point-to-point veth pair with host routes (the reference ptp)",
+        kind: Kind::Plugin(&crate::plugins::veth::Veth),
+    },
+    Applet {
+        name: "ptp",
+        summary: "alias of veth, for configs with \"type\": \"ptp\"",
+        kind: Kind::Plugin(&crate::plugins::veth::Veth),
+    },
+    Applet {
+        name: "macvlan",
+        summary: "a macvlan link on a host interface",
+        kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

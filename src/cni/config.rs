@@ -146,6 +146,33 @@ pub fn macvlan_requested_mac(req: &Request) -> Result<Option<String>, Error> {
     Ok(from_runtime.or(from_env).or(from_config))
 }
 
+/// `cni.dev/valid-attachments` of a GC request as (container ID, ifname) pairs; `None`
+/// when the key is absent (nothing can be judged stale then).
+pub fn valid_attachments(config: &Value) -> Result<Option<Vec<(String, String)>>, Error> {
+    let Some(list) = config.get("cni.dev/valid-attachments").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let bad = |what: String| Error::new(super::error::code::DECODING_FAILURE, what);
+    let items = list
+        .as_array()
+        .ok_or_else(|| bad("cni.dev/valid-attachments must be a list".into()))?;
+    items
+        .iter()
+        .map(|a| {
+            match (
+                a.get("containerID").and_then(Value::as_str),
+                a.get("ifname").and_then(Value::as_str),
+            ) {
+                (Some(id), Some(ifname)) => Ok((id.to_string(), ifname.to_string())),
+                _ => Err(bad(format!(
+                    "cni.dev/valid-attachments: entry {a} needs string containerID and ifname"
+                ))),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 fn non_empty(s: Option<&str>) -> Result<Option<String>, Error> {
     Ok(s.filter(|s| !s.is_empty()).map(str::to_string))
 }
@@ -369,6 +396,22 @@ mod tests {
         );
         // the bridge's config `mac` key is not a source
         assert_eq!(m(json!({"mac": "aa:aa:aa:aa:aa:04"}), ""), None);
+    }
+
+    #[test]
+    fn valid_attachments_reader() {
+        assert_eq!(valid_attachments(&json!({})).unwrap(), None);
+        assert_eq!(
+            valid_attachments(&json!({"cni.dev/valid-attachments": []})).unwrap(),
+            Some(vec![])
+        );
+        assert_eq!(
+            valid_attachments(&json!({"cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}]})).unwrap(),
+            Some(vec![("a".to_string(), "eth0".to_string())])
+        );
+        let e = valid_attachments(&json!({"cni.dev/valid-attachments": [{"containerID": "a"}]})).unwrap_err();
+        assert_eq!(e.code, 6);
+        assert!(valid_attachments(&json!({"cni.dev/valid-attachments": "x"})).is_err());
     }
 
     #[test]

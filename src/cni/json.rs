@@ -35,6 +35,14 @@ pub fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result
     }
 }
 
+pub fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<bool>, Error> {
+    match present(obj, key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(type_error(v, path, "bool")),
+    }
+}
+
 /// An integer field (Go `int`); fractions and out-of-range values are errors.
 pub fn opt_int(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<i64>, Error> {
     match present(obj, key) {

@@ -24,6 +24,15 @@ pub fn random_veth_name() -> io::Result<String> {
     random_name("veth")
 }
 
+/// A random locally administered unicast MAC, for links whose MAC is pinned at creation
+/// (a MAC given in the create request is never rewritten by udev's MAC policy).
+pub fn random_mac() -> io::Result<super::MacAddr> {
+    let mut b = [0u8; 6];
+    random_bytes(&mut b)?;
+    b[0] = (b[0] & 0xfe) | 0x02;
+    Ok(super::MacAddr(b))
+}
+
 /// `prefix` + 8 lowercase hex digits from 4 random bytes.
 pub fn random_name(prefix: &str) -> io::Result<String> {
     let mut b = [0u8; 4];
@@ -44,6 +53,15 @@ mod tests {
             n[4..].chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
             "{n}"
         );
+    }
+
+    #[test]
+    fn random_macs_are_local_unicast() {
+        for _ in 0..32 {
+            let m = random_mac().unwrap();
+            assert_eq!(m.0[0] & 0x01, 0, "{m}");
+            assert_eq!(m.0[0] & 0x02, 0x02, "{m}");
+        }
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
 //!
+//! * [`veth`]: the veth plugin, also answering as `ptp`.
+//! * [`macvlan`]: the macvlan plugin.
+//!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
 //! * [`l3`]: IPAM delegation with release on failure.
@@ -10,4 +13,6 @@ pub mod container_link;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
+pub mod macvlan;
 pub mod rollback;
+pub mod veth;
