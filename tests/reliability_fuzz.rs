@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 struct Call {
     env: BTreeMap<String, String>,
     stdin: Vec<u8>,
+    /// The path of the caller's own network namespace (what code 8 is about).
+    own: String,
 }
 
 /// What the protocol says the outcome of a call must be.
@@ -117,7 +119,7 @@ fn expect(call: &Call) -> Expect {
             Expect::Plugin(&[1, 6])
         };
     }
-    if matches!(cmd.as_str(), "ADD" | "DEL" | "CHECK") && get("CNI_NETNS") == own_netns_path() {
+    if matches!(cmd.as_str(), "ADD" | "DEL" | "CHECK") && get("CNI_NETNS") == call.own {
         let overridden = get("CNI_NETNS_OVERRIDE");
         if !cni::env::netns_override(&overridden) {
             return Expect::Code(8);
@@ -271,7 +273,7 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
     out
 }
 
-fn gen_env(r: &mut Rng, bin_dir: &str, containers: &[String]) -> BTreeMap<String, String> {
+fn gen_env(r: &mut Rng, bin_dir: &str, containers: &[String], own: &str) -> BTreeMap<String, String> {
     let mut e = BTreeMap::new();
     let cmd = *r.pick(&[
         "ADD", "ADD", "ADD", "DEL", "DEL", "CHECK", "STATUS", "GC", "VERSION", "add", "", "BOGUS",
@@ -291,7 +293,7 @@ fn gen_env(r: &mut Rng, bin_dir: &str, containers: &[String]) -> BTreeMap<String
     e.insert("CNI_IFNAME".into(), ifname);
     let netns = match r.below(10) {
         0 => String::new(),
-        1 | 2 => own_netns_path(),
+        1 | 2 => own.to_string(),
         // a real container namespace: valid inputs get all the way through ADD
         3..=5 => r.pick(containers).clone(),
         _ => "/run/netns/cnibox-fuzz-nonexistent".into(),
@@ -407,8 +409,9 @@ fn fuzz_plugin(applet: &str) {
                 let _ = std::fs::remove_dir_all(dir.join("data"));
             }
             let call = Call {
-                env: gen_env(&mut r, &bin_dir, &container_paths),
+                env: gen_env(&mut r, &bin_dir, &container_paths, &own_netns_path()),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
+                own: own_netns_path(),
             };
             let out = check(&mut t, &call);
             // a successful ADD must be undone by DEL, twice (idempotence)
@@ -812,4 +815,66 @@ fn fuzz_cache_files_and_config_lists() {
         "{}",
         failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
+}
+
+/// Fewer, real-process runs: the same generated inputs and the same oracle, through the
+/// binary (its panic hook, its stdin and stdout handling), in the test's private host
+/// namespace, with a bound on each run.
+#[test]
+fn fuzz_binary_runs_keep_the_protocol() {
+    let env = TestEnv::new();
+    env.host
+        .ip(&["link", "add", "fzm0", "type", "veth", "peer", "name", "fzm0p"]);
+    env.host.ip(&["link", "set", "fzm0", "up"]);
+    env.host.ip(&["link", "set", "fzm0p", "up"]);
+    let dir = env.tmp.path().to_path_buf();
+    std::fs::write(dir.join("resolv.conf"), "nameserver 10.1.2.1\n").unwrap();
+    let containers: Vec<Netns> = (0..2).map(|_| env.container()).collect();
+    let container_paths: Vec<String> = containers.iter().map(|n| n.path_str().to_string()).collect();
+    let own = env.host.path_str().to_string();
+    let applets: Vec<String> = run_ok(std::process::Command::new(cnibox()).arg("--list"))
+        .lines()
+        .filter(|a| cnibox::applets::plugin(a).is_some())
+        .map(String::from)
+        .collect();
+    let mut r = Rng::from_env("binary runs");
+    let mut failures = vec![];
+    let mut runs = 0;
+    let budget = fuzz::budget();
+    for applet in &applets {
+        let seeds = seeds(applet, &dir);
+        let started = Instant::now();
+        for _ in 0..60 {
+            if started.elapsed() > budget {
+                break;
+            }
+            let call = Call {
+                env: gen_env(&mut r, env.bin_dir.to_str().unwrap(), &container_paths, &own),
+                stdin: confine(gen_input(&mut r, &seeds), &dir),
+                own: own.clone(),
+            };
+            let vars: Vec<(&str, &str)> = call.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let out = run_process(&env.bin_dir.join(applet), &env.host.path, &[], &vars, &call.stdin, HANG);
+            runs += 1;
+            let verdict = if out.timed_out {
+                Err("hang".to_string())
+            } else if out.stderr.contains("panic") {
+                Err(format!("panic: {}", out.stderr))
+            } else {
+                judge(
+                    &call,
+                    &Outcome {
+                        exit: out.code,
+                        stdout: out.stdout.into_bytes(),
+                    },
+                )
+            };
+            if let Err(why) = verdict {
+                let p = save_failure(&format!("binary-{applet}"), &call, &why);
+                failures.push(format!("{applet}: {why} (input saved in {})", p.display()));
+            }
+        }
+    }
+    eprintln!("fuzz binary runs: {runs} processes over {applets:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
