@@ -844,7 +844,9 @@ fn fuzz_binary_runs_keep_the_protocol() {
     for applet in &applets {
         let seeds = seeds(applet, &dir);
         let started = Instant::now();
-        for _ in 0..60 {
+        // 60 per applet in `make test`, more when the budget is raised
+        let cap = 60.max((budget.as_secs_f64() * 20.0) as usize);
+        for _ in 0..cap {
             if started.elapsed() > budget {
                 break;
             }
