@@ -252,6 +252,16 @@ fn store_files_are_private_and_planted_symlinks_are_not_followed() {
     assert!(std::fs::symlink_metadata(net.join("last_reserved_ip.0"))
         .unwrap()
         .is_file());
+    // every file of the store but the lock (the reference's 0750 file mutex) is private,
+    // the owner index included
+    for (path, desc) in tree(&net) {
+        if path.file_name().unwrap() == "lock" || desc.starts_with("link") {
+            continue;
+        }
+        let m = mode(&path);
+        let want = if desc.starts_with("dir") { 0o700 } else { 0o600 };
+        assert_eq!(m, want, "{} is {m:o}", path.display());
+    }
     call("DEL", "c1", "cnet").success();
     assert!(!net.join("10.1.2.3").exists());
     assert!(
