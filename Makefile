@@ -48,5 +48,9 @@ fmt:
 clean:
 	$(CARGO) clean
 
+# Two containers on the bridge of plugins.d/10-bridge.conflist, inside private namespaces.
+demo: install
+	sh tests/demo.sh $(DESTDIR)$(PREFIX)/bin/cnibox $(DESTDIR)$(CNI_BIN_DIR)
+
 bench: test-deps build
 	bash benches/bench.sh $(BIN)

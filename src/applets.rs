@@ -25,6 +25,11 @@ pub struct Applet {
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
     Applet {
+        name: "bridge",
+        summary: "attach containers to a Linux bridge through veth pairs",
+        kind: Kind::Plugin(&crate::plugins::bridge::Bridge),
+    },
+    Applet {
         name: "veth",
         summary: "point-to-point veth pair with host routes (the reference ptp)",
         kind: Kind::Plugin(&crate::plugins::veth::Veth),

@@ -35,6 +35,7 @@ pub fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result
     }
 }
 
+/// A Go `bool` field.
 pub fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<bool>, Error> {
     match present(obj, key) {
         None => Ok(None),
@@ -128,6 +129,7 @@ mod tests {
         assert_eq!(opt_str(&o, "n", "x").unwrap(), None);
         assert_eq!(opt_str(&o, "missing", "x").unwrap(), None);
         assert_eq!(opt_int(&o, "n", "x").unwrap(), None);
+        assert_eq!(opt_bool(&o, "n", "x").unwrap(), None);
         assert_eq!(opt_str_list(&o, "n", "x").unwrap(), None);
         assert!(opt_array(&o, "n", "x").unwrap().is_empty());
         assert!(opt_object(&o, "n", "x").unwrap().is_none());
@@ -165,6 +167,10 @@ mod tests {
             "r.mtu: value -1 out of range"
         );
         assert_eq!(opt_str(&o, "s", "x").unwrap_err().code, 999);
+        assert_eq!(
+            opt_bool(&o, "s", "NetConf.isGateway").unwrap_err().msg,
+            "json: cannot unmarshal number into Go struct field NetConf.isGateway of type bool"
+        );
     }
 
     #[test]

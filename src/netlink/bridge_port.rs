@@ -1,6 +1,10 @@
 //! Bridge port settings: hairpin and isolation flags, and port VLANs.
-use neli::consts::rtnl::Ifla;
+use std::io::Cursor;
+
+use neli::consts::rtnl::{Ifla, RtAddrFamily};
+use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder};
 use neli::types::{Buffer, RtBuffer};
+use neli::FromBytesWithInput;
 
 use super::handle::{Handle, Op, Result};
 use super::link::{finish, link_msg, LinkRef};
@@ -60,6 +64,47 @@ impl<T: Transport> Handle<T> {
             untagged: false,
         };
         self.bridge_request(&op, wire::RTM_DELLINK, port, vlan_spec(&op, vlan)?)
+    }
+
+    /// The VLANs configured on a bridge port (empty on kernels without VLAN filtering, and
+    /// for links that are not bridge ports).
+    pub fn port_vlans<'a>(&self, port: impl Into<LinkRef<'a>>) -> Result<Vec<PortVlan>> {
+        let index = self.link_index(port)?;
+        let op = Op::new("list vlans of", LinkRef::Index(index).to_string());
+        // Only a dump reaches the bridge driver's getlink; it answers for every port.
+        let mut attrs: RtBuffer<Ifla, Buffer> = RtBuffer::new();
+        attrs.push(attr(wire::IFLA_EXT_MASK, wire::RTEXT_FILTER_BRVLAN).map_err(|e| op.encode(e))?);
+        let msg = IfinfomsgBuilder::default()
+            .ifi_family(RtAddrFamily::from(wire::AF_BRIDGE))
+            .rtattrs(attrs)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        let msgs = self.dump(&op, wire::RTM_GETLINK, wire::encode(&msg).map_err(|e| op.encode(e))?)?;
+        let mut vlans = vec![];
+        for m in msgs.iter().filter(|m| m.kind == wire::RTM_NEWLINK) {
+            let info = Ifinfomsg::from_bytes_with_input(&mut Cursor::new(&m.payload), m.payload.len())
+                .map_err(|e| op.decode(format!("link message: {e}")))?;
+            if *info.ifi_index() as u32 != index {
+                continue;
+            }
+            for a in info.rtattrs().iter() {
+                if u16::from(*a.rta_type()) & 0x3fff != wire::IFLA_AF_SPEC {
+                    continue;
+                }
+                for (ty, v) in wire::attrs(a.rta_payload().as_ref()) {
+                    if ty != wire::IFLA_BRIDGE_VLAN_INFO || v.len() < 4 {
+                        continue;
+                    }
+                    let flags = u16::from_ne_bytes([v[0], v[1]]);
+                    vlans.push(PortVlan {
+                        vid: u16::from_ne_bytes([v[2], v[3]]),
+                        pvid: flags & wire::BRIDGE_VLAN_INFO_PVID != 0,
+                        untagged: flags & wire::BRIDGE_VLAN_INFO_UNTAGGED != 0,
+                    });
+                }
+            }
+        }
+        Ok(vlans)
     }
 
     /// An AF_BRIDGE request on a port: the bridge driver handles these, not the link core.

@@ -514,3 +514,65 @@ fn settling_gives_up_at_the_deadline() {
         "settle addresses of eth0: still tentative after 0 seconds"
     );
 }
+
+/// An AF_BRIDGE link message for port `index` carrying `vlans` as (flags, vid) entries.
+fn bridge_vlan_message(index: u32, vlans: &[(u16, u16)]) -> Message {
+    use neli::consts::rtnl::{Ifla, RtAddrFamily};
+    use neli::rtnl::IfinfomsgBuilder;
+    use neli::types::{Buffer, RtBuffer};
+    let mut spec = Nest::new();
+    for (flags, vid) in vlans {
+        let mut info = flags.to_ne_bytes().to_vec();
+        info.extend_from_slice(&vid.to_ne_bytes());
+        spec.push(attr(IFLA_BRIDGE_VLAN_INFO, Buffer::from(info)).unwrap());
+    }
+    let mut a = RtBuffer::<Ifla, Buffer>::new();
+    a.push(attr(IFLA_AF_SPEC | NLA_F_NESTED, spec).unwrap());
+    let msg = IfinfomsgBuilder::default()
+        .ifi_family(RtAddrFamily::from(AF_BRIDGE))
+        .ifi_index(index as libc::c_int)
+        .rtattrs(a)
+        .build()
+        .unwrap();
+    Message {
+        kind: RTM_NEWLINK,
+        flags: 0,
+        payload: encode(&msg).unwrap(),
+    }
+}
+
+#[test]
+fn port_vlans_are_read_from_a_bridge_family_dump() {
+    let h = handle();
+    h.transport().push_reply(Reply {
+        messages: vec![
+            bridge_vlan_message(5, &[(BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED, 9)]),
+            bridge_vlan_message(6, &[(BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED, 1), (0, 101)]),
+        ],
+        interrupted: false,
+    });
+    let vlans = h.port_vlans(6).unwrap();
+    assert_eq!(
+        vlans,
+        vec![
+            PortVlan {
+                vid: 1,
+                pvid: true,
+                untagged: true
+            },
+            PortVlan {
+                vid: 101,
+                pvid: false,
+                untagged: false
+            },
+        ]
+    );
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_GETLINK);
+    assert_eq!(req.flags & NLM_F_DUMP, NLM_F_DUMP);
+    assert_eq!(req.payload[0], AF_BRIDGE);
+    assert_eq!(
+        attr_of(&req.payload, IFINFOMSG_LEN, IFLA_EXT_MASK).unwrap(),
+        RTEXT_FILTER_BRVLAN.to_ne_bytes()
+    );
+}

@@ -50,6 +50,9 @@ pub(crate) const IFLA_OPERSTATE: u16 = 16;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 pub(crate) const IFLA_NET_NS_FD: u16 = 28;
+pub(crate) const IFLA_EXT_MASK: u16 = 29;
+/// IFLA_EXT_MASK bit: include per-port VLAN lists in AF_BRIDGE link dumps.
+pub(crate) const RTEXT_FILTER_BRVLAN: u32 = 1 << 1;
 pub(crate) const IFLA_LINK_NETNSID: u16 = 37;
 pub(crate) const IFLA_INFO_KIND: u16 = 1;
 pub(crate) const IFLA_INFO_DATA: u16 = 2;

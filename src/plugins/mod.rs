@@ -1,5 +1,6 @@
 //! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
 //!
+//! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
 //!
@@ -9,10 +10,13 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`ipmasq`]: masquerade rules.
+//! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
+pub mod bridge;
 pub mod container_link;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
 pub mod macvlan;
 pub mod rollback;
+pub mod spoofcheck;
 pub mod veth;

@@ -1,0 +1,274 @@
+//! The `bridge` plugin: containers attached to a Linux bridge through veth pairs.
+//!
+//! Config keys, ADD/DEL/CHECK behaviour and messages follow the Go reference plugin
+//! (`plugins/main/bridge`); the deliberate differences are:
+//! * the bridge MAC is pinned for every bridge, L2 included ([`device::ensure_bridge`]);
+//! * an IPAM default route without a gateway is not duplicated by `isDefaultGateway`
+//!   ([`gateway::apply`]);
+//! * the host veth is enslaved and both MACs and MTUs are set in the create request, and
+//!   the port is checked once for oper state up instead of sleeping through fixed steps;
+//! * DEL removes the attachment's masquerade and spoof-check rules also without a netns;
+//! * CHECK and STATUS only delegate to IPAM when there is one; GC removes the network's
+//!   stale nftables masquerade rules and is forwarded to IPAM;
+//! * a failed ADD removes everything it created (veth, rules, address reservation).
+//!
+//! Modules: `config` (keys and validation), `device` (bridge, veth, ports, VLANs, gateway
+//! addresses), `gateway` (gateways and default routes from the IPAM result), `check`.
+mod check;
+pub mod config;
+mod device;
+pub mod gateway;
+
+use crate::cni::result::Interface;
+use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
+use crate::netlink::{Handle, Link, MacAddr};
+use crate::netns::Netns;
+use crate::plugins::rollback::Rollback;
+use crate::plugins::{container_link, iface, ipmasq, l3, spoofcheck};
+use crate::sysctl;
+use config::NetConf;
+use ipnetwork::IpNetwork;
+
+pub struct Bridge;
+
+impl Plugin for Bridge {
+    fn about(&self) -> &'static str {
+        concat!("bridge plugin cnibox ", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        let conf = config::load(req)?;
+        add(req, &conf)
+    }
+
+    fn del(&self, req: &Request) -> Result<(), Error> {
+        let conf = config::load(req)?;
+        del(req, &conf)
+    }
+
+    fn check(&self, req: &Request) -> Result<(), Error> {
+        let conf = config::load(req)?;
+        check::check(req, &conf)
+    }
+
+    fn status(&self, req: &Request) -> Result<(), Error> {
+        match cniconf::ipam_type(&req.config)? {
+            Some(ipam) => delegate::status(&ipam, req),
+            None => Ok(()),
+        }
+    }
+
+    fn gc(&self, req: &Request) -> Result<(), Error> {
+        gc(req)
+    }
+}
+
+fn masq_attachment<'a>(req: &'a Request) -> ipmasq::Attachment<'a> {
+    ipmasq::Attachment {
+        network: &req.name,
+        ifname: &req.ifname,
+        container_id: &req.container_id,
+    }
+}
+
+fn spoof_attachment<'a>(req: &'a Request) -> spoofcheck::Attachment<'a> {
+    spoofcheck::Attachment {
+        container_id: &req.container_id,
+        ifname: &req.ifname,
+    }
+}
+
+fn parse_mac(s: &str) -> Result<MacAddr, Error> {
+    s.parse()
+        .map_err(|_| Error::internal(format!("failed to parse MAC address: address {s}: invalid MAC address")))
+}
+
+/// Rollback step: the host veth (its peer goes with it); already gone is fine.
+fn delete_veth(h: &Handle, index: u32) -> Result<(), String> {
+    match h.delete_link(index) {
+        Err(e) if !e.is_not_found() => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
+fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
+    config::validate_for_add(conf)?;
+    let masq_backend = match (conf.ip_masq && conf.is_layer3(), &conf.ip_masq_backend) {
+        (true, configured) => Some(ipmasq::backend(configured.as_deref()).map_err(|e| Error::internal(e.detail))?),
+        (false, _) => None,
+    };
+    let mac = conf.mac.as_deref().map(parse_mac).transpose()?;
+
+    let host = Handle::current()?;
+    let bridge = device::ensure_bridge(&host, conf)?;
+    let netns =
+        Netns::open(&req.netns).map_err(|e| Error::internal(format!("failed to open netns {:?}: {e}", req.netns)))?;
+    let cont = Handle::open(&netns)?;
+
+    let mut rollback = Rollback::new();
+    let host_veth = device::create_veth(&host, &netns, &req.ifname, conf.mtu, mac, bridge.index)?;
+    let host_index = host_veth.index;
+    let host_ref = &host;
+    rollback.push(format!("delete veth {}", host_veth.name), move || {
+        delete_veth(host_ref, host_index)
+    });
+    device::setup_port(&host, &host_veth, conf, conf.vlan, conf.trunk())?;
+    let cont_link = iface::lookup(&cont, &req.ifname)?;
+    let cont_mac = cont_link.mac.map(|m| m.to_string()).unwrap_or_default();
+
+    let mut result = CniResult {
+        cni_version: req.cni_version.clone(),
+        interfaces: vec![
+            Interface {
+                name: bridge.name.clone(),
+                mac: bridge.mac.map(|m| m.to_string()),
+                ..Default::default()
+            },
+            Interface {
+                name: host_veth.name.clone(),
+                mac: host_veth.mac.map(|m| m.to_string()),
+                ..Default::default()
+            },
+            Interface {
+                name: req.ifname.clone(),
+                mac: Some(cont_mac.clone()),
+                sandbox: Some(req.netns.clone()),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+
+    if conf.macspoofchk {
+        spoofcheck::setup(spoof_attachment(req), &host_veth.name, &cont_mac)?;
+        rollback.push("tear down spoof-check rules", || {
+            spoofcheck::teardown(spoof_attachment(req)).map_err(|e| e.to_string())
+        });
+    }
+
+    if let Some(ipam) = &conf.ipam_type {
+        let ipam_result = l3::add(ipam, req, &mut rollback)?;
+        // On failure the veth goes before the address is released (as DEL orders it), so
+        // no other ADD can be handed the address while it is still configured here.
+        rollback.push(format!("delete veth {} before releasing", host_veth.name), move || {
+            delete_veth(host_ref, host_index)
+        });
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        result.dns = ipam_result.dns;
+        let gateways = gateway::apply(&mut result, conf);
+
+        container_sysctls(&netns, &req.ifname, conf.enable_dad)?;
+        iface::configure(&netns, &cont, &req.ifname, &result)?;
+        if conf.is_gateway && !gateways.is_empty() {
+            put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
+        }
+
+        if let Some(backend) = masq_backend {
+            let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
+            ipmasq::setup(backend, masq_attachment(req), &addrs)?;
+            rollback.push("tear down masquerade rules", || {
+                ipmasq::teardown(masq_attachment(req)).map_err(|e| e.to_string())
+            });
+        }
+    } else if !conf.disable_container_interface {
+        cont.set_up(cont_link.index)
+            .map_err(|e| Error::internal(format!("failed to set {:?} up: {e}", req.ifname)))?;
+    }
+
+    // Refresh the MACs right before returning (the reference's fix for CHECK failing when
+    // the host veth MAC changed after ADD).
+    let host_veth = if conf.disable_container_interface {
+        host.link(host_index)?
+    } else {
+        device::wait_port_up(&host, host_index)?
+    };
+    result.interfaces[1].mac = host_veth.mac.map(|m| m.to_string());
+    let br = host.link(bridge.index)?;
+    result.interfaces[0].mac = br.mac.map(|m| m.to_string());
+    result.interfaces[2].mac = cont.link(cont_link.index)?.mac.map(|m| m.to_string());
+
+    result.dns = cniconf::dns_override(&result.dns, &conf.dns);
+    rollback.commit();
+    Ok(result)
+}
+
+/// DAD is off on the container veth unless asked for (the bridge is a private L2 segment,
+/// and waiting seconds for DAD is the reference's best-known slowdown); ARP notifications on,
+/// so neighbours learn a reused address's new MAC at once. Errors are ignored, as in the
+/// reference (IPv6 may be disabled).
+fn container_sysctls(netns: &Netns, ifname: &str, enable_dad: bool) -> Result<(), Error> {
+    netns.run(|| {
+        let dad = |leaf: &str| sysctl::ipv6_conf(ifname, leaf);
+        if enable_dad {
+            let _ = sysctl::set(&dad("enhanced_dad"), "1");
+            let _ = sysctl::set(&dad("accept_dad"), "1");
+        } else {
+            let _ = sysctl::set(&dad("accept_dad"), "0");
+        }
+        let _ = sysctl::set(&sysctl::ipv4_conf(ifname, "arp_notify"), "1");
+    })?;
+    Ok(())
+}
+
+/// isGateway: the gateway addresses go on the bridge (or on `<bridge>.<vlan>`, then listed
+/// as a fourth interface), and forwarding is turned on for their families.
+fn put_gateways(
+    host: &Handle,
+    bridge: &Link,
+    conf: &NetConf,
+    gateways: &[IpNetwork],
+    result: &mut CniResult,
+) -> Result<(), Error> {
+    let (target, what) = if conf.vlan != 0 {
+        let vlan_if = device::ensure_vlan_interface(host, bridge, conf)?;
+        result.interfaces.push(Interface {
+            name: vlan_if.name.clone(),
+            mac: vlan_if.mac.map(|m| m.to_string()),
+            ..Default::default()
+        });
+        (vlan_if, "failed to set vlan interface for bridge with addr")
+    } else {
+        (bridge.clone(), "failed to set bridge addr")
+    };
+    for gw in gateways {
+        device::ensure_addr(host, &target, *gw, conf.force_address).map_err(|e| e.context(what))?;
+    }
+    iface::enable_forwarding(&result.ips).map_err(|e| e.context("failed to enable forwarding"))
+}
+
+/// DEL, idempotent in every state: the container link first (so no address is released
+/// while still configured), then IPAM, then the spoof-check and masquerade rules, which are
+/// found by attachment and so are removed even when the netns is gone. The bridge stays.
+fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
+    container_link::delete(&req.netns, &req.ifname, "veth")?;
+    if let Some(ipam) = &conf.ipam_type {
+        delegate::del(ipam, req)?;
+    }
+    if conf.macspoofchk {
+        spoofcheck::teardown(spoof_attachment(req))?;
+    }
+    if conf.is_layer3() && conf.ip_masq {
+        ipmasq::teardown(masq_attachment(req))?;
+    }
+    Ok(())
+}
+
+/// GC: this network's nftables masquerade rules of attachments not in
+/// `cni.dev/valid-attachments` go; then IPAM collects its own. Errors are joined.
+fn gc(req: &Request) -> Result<(), Error> {
+    let masq = match cniconf::valid_attachments(&req.config)? {
+        Some(valid) => ipmasq::gc(&req.name, &valid).map_err(Error::from),
+        // without the list nothing can be judged stale
+        None => Ok(()),
+    };
+    let ipam = match cniconf::ipam_type(&req.config)? {
+        Some(ipam) => delegate::gc(&ipam, req),
+        None => Ok(()),
+    };
+    match (masq, ipam) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(m), Err(i)) => Err(Error::internal(format!("{}; {}", m.msg, i.msg))),
+    }
+}
