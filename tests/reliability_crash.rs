@@ -4,6 +4,8 @@
 //! and GC must collect), and the test checks that nothing leaked (links, addresses, store
 //! files, rules, cache files) and that later ADDs never hand out an address twice.
 //!
+//! DELs of live attachments are killed part-way too, and a second DEL must finish the job.
+//!
 //! Scenarios: host-local alone, bridge+host-local (when the bridge applet is in the build),
 //! and the same through `cnitool` (the whole process group is killed, cache writes included,
 //! and `cnitool gc` collects).
@@ -269,6 +271,8 @@ struct Figures {
     deleted_by_del: usize,
     left_for_gc: usize,
     adds_checked_for_duplicates: usize,
+    /// DELs of live attachments killed part-way (then DEL again must finish the job).
+    del_kills: usize,
 }
 
 fn crash_scenario(name: &str, via: Via, plugin_conf: impl Fn(&TestEnv) -> Value, default_runs: usize) -> Figures {
@@ -304,11 +308,30 @@ fn crash_scenario(name: &str, via: Via, plugin_conf: impl Fn(&TestEnv) -> Value,
     for run in 0..runs(default_runs) {
         f.runs += 1;
         let Some(slot) = free_slots.pop() else {
-            // every namespace holds a live attachment: delete one (normally)
+            // every namespace holds a live attachment: delete one, half the time with a DEL
+            // that is killed part-way first (a second DEL must then finish the job)
             let id = live.keys().next().unwrap().clone();
             let (slot, _) = live.remove(&id).unwrap();
-            let (code, out, err) = w.run("DEL", &id, w.pool[slot].path_str());
+            let ns = w.pool[slot].path_str().to_string();
+            if rng.chance(1, 2) {
+                let delay = typical.mul_f64(rng.below(1001) as f64 / 1000.0);
+                let mut child = w.start("DEL", &id, &ns);
+                let t = Instant::now();
+                while t.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                if child.try_wait().unwrap().is_none() {
+                    kill_group(&child);
+                    f.del_kills += 1;
+                }
+                let _ = child.wait();
+            }
+            let (code, out, err) = w.run("DEL", &id, &ns);
             assert_eq!(code, 0, "{name}: DEL of live {id}: {out} {err}");
+            assert!(
+                !w.reservations().values().any(|o| o.starts_with(&format!("{id}\r\n"))),
+                "{name}: DEL left {id}'s address"
+            );
             free_slots.push(slot);
             continue;
         };
