@@ -1,7 +1,8 @@
 //! Concurrency: 400 ADD/DEL operations from parallel processes over two networks that share
 //! one data dir (and, for bridge, one bridge). Every ADD's address is checked against a
 //! shared record of live addresses (per network) the moment it returns, so a duplicate is
-//! caught at any instant; no error is expected; at the end nothing is left.
+//! caught at any instant; no error is expected; at the end nothing is left. The operations
+//! are plugin calls, or `cnitool add`/`del` (its cache and locks under the same load).
 mod common;
 mod fuzz;
 
@@ -54,9 +55,19 @@ fn store_ips(env: &TestEnv, net: &str) -> Vec<String> {
         .collect()
 }
 
-fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Value) {
+/// `via_cnitool`: every operation is a `cnitool add`/`del` (cache writes and locks
+/// included) instead of a plugin call.
+fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Value, via_cnitool: bool) {
     let env = Arc::new(TestEnv::new());
     let nets = [("cca", conf(&env, "cca", 2)), ("ccb", conf(&env, "ccb", 3))];
+    let conf_dir = env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    for (net, c) in &nets {
+        let mut p = c.clone();
+        p.as_object_mut().unwrap().remove("name");
+        let list = json!({"cniVersion": c["cniVersion"], "name": net, "plugins": [p]});
+        std::fs::write(conf_dir.join(format!("{net}.conflist")), list.to_string()).unwrap();
+    }
     // warm-up: the shared bridge and global rules exist before the baseline is taken
     let ns0 = env.container();
     for (_, c) in &nets {
@@ -81,12 +92,37 @@ fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Val
     for w in 0..WORKERS {
         let (env, live, figures, nets) = (env.clone(), live.clone(), figures.clone(), nets.clone());
         let applet = applet.to_string();
+        let conf_dir = conf_dir.clone();
         handles.push(std::thread::spawn(move || {
             let mut r = Rng::new(seed ^ (w as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let slots: Vec<Netns> = (0..SLOTS).map(|_| env.container()).collect();
             // slot → (network index, container id, address)
             let mut held: Vec<Option<(usize, String, String)>> = vec![None; SLOTS];
             let call = |verb: &str, id: &str, ns: &Netns, conf: &Value| {
+                if via_cnitool {
+                    let net = conf["name"].as_str().unwrap();
+                    let vars = [
+                        ("NETCONFPATH", conf_dir.to_str().unwrap()),
+                        ("CNI_PATH", env.bin_dir.to_str().unwrap()),
+                        ("CNI_CACHE_DIR", env.cache_dir.to_str().unwrap()),
+                    ];
+                    let args = [
+                        verb.to_lowercase(),
+                        net.to_string(),
+                        ns.path_str().to_string(),
+                        "--container-id".into(),
+                        id.to_string(),
+                    ];
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    return run_process(
+                        &env.bin_dir.join("cnitool"),
+                        &env.host.path,
+                        &args,
+                        &vars,
+                        b"",
+                        Duration::from_secs(60),
+                    );
+                }
                 let vars = [
                     ("CNI_COMMAND", verb),
                     ("CNI_CONTAINERID", id),
@@ -181,6 +217,10 @@ fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Val
             "{net}: stray files {names:?}"
         );
     }
+    let results: Vec<_> = std::fs::read_dir(env.cache_dir.join("results"))
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(results.is_empty(), "{name}: cache files left: {results:?}");
     let end = (env.host.links(), addrs(&env.host), rules(&env.host));
     assert_eq!(baseline, end, "{name}: host state differs after everything was deleted");
 }
@@ -209,7 +249,7 @@ fn rules(ns: &Netns) -> String {
 
 #[test]
 fn host_local_400_parallel_operations_two_networks_one_data_dir() {
-    run_concurrency("concurrency host-local", "host-local", host_local_conf);
+    run_concurrency("concurrency host-local", "host-local", host_local_conf, false);
 }
 
 #[test]
@@ -221,5 +261,17 @@ fn bridge_400_parallel_operations_two_networks_one_bridge() {
         eprintln!("SKIP: the bridge applet is not in this build");
         return;
     }
-    run_concurrency("concurrency bridge", "bridge", bridge_conf);
+    run_concurrency("concurrency bridge", "bridge", bridge_conf, false);
+}
+
+#[test]
+fn cnitool_with_bridge_400_parallel_operations_two_networks_one_bridge() {
+    if !run_ok(std::process::Command::new(cnibox()).arg("--list"))
+        .lines()
+        .any(|l| l == "bridge")
+    {
+        eprintln!("SKIP: the bridge applet is not in this build");
+        return;
+    }
+    run_concurrency("concurrency cnitool+bridge", "bridge", bridge_conf, true);
 }
