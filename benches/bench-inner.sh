@@ -7,12 +7,13 @@ ip link set lo up
 now_us() { local t=$EPOCHREALTIME; echo $(( ${t/./} )); }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
 ms() { awk -v u="$1" 'BEGIN { if (u=="n/a") print "n/a"; else printf "%.2f", u/1000 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b==0||a=="n/a"||b=="n/a") print "n/a"; else printf "%.3f", a/b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b==0||a=="n/a"||b=="n/a") print "n/a"; else printf "%.3f\n", a/b }'; }
 ROWS=()
 row() { ROWS+=("$(printf '| %-44s | %12s | %12s | %12s | %10s |' "$@")"); }
 
 seq_no=0
-container() { seq_no=$((seq_no+1)); local n="${HOSTNS}c${seq_no}"; ip netns add "$n"; ip -n "$n" link set lo up; echo "$n"; }
+# new_container: a fresh container namespace, named in $CTR (no subshell, so the counter sticks)
+new_container() { seq_no=$((seq_no+1)); CTR="${HOSTNS}c${seq_no}"; ip netns add "$CTR"; ip -n "$CTR" link set lo up; }
 
 # conf NAME TYPE SUBNET DATADIR [extra plugin keys]
 conf() {
@@ -40,15 +41,15 @@ ip link set mvmaster up; ip link set mvpeer up
 # ---- per-container ADD/DEL latency, cnibox vs reference, pair by pair ----
 latency() {  # NAME PLUGIN EXTRA
     local name=$1 plugin=$2 extra=$3 i a_add b_add a_del b_del
-    local cfa="$WORK/$name-cnibox.json" cfb="$WORK/$name-reference.json"
-    conf "bench-$name-a" "$plugin" "10.$((100+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbba}" > "$cfa"
-    conf "bench-$name-b" "$plugin" "10.$((150+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbbb}" > "$cfb"
+    local cfa="$WORK/$plugin-cnibox.json" cfb="$WORK/$plugin-reference.json"
+    conf "bench-$plugin-a" "$plugin" "10.$((100+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbba}" > "$cfa"
+    conf "bench-$plugin-b" "$plugin" "10.$((150+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbbb}" > "$cfb"
     : > add_a; : > add_b; : > del_a; : > del_b; : > add_r; : > del_r
     # one warm-up each (creates the bridge, the store dir, page cache)
-    local wa wb; wa=$(container); wb=$(container)
+    local wa wb; new_container; wa=$CTR; new_container; wb=$CTR
     invoke cnibox ADD "$cfa" warm-a "$wa" >/dev/null; invoke reference ADD "$cfb" warm-b "$wb" >/dev/null
     for i in $(seq "$N"); do
-        local ca cb; ca=$(container); cb=$(container)
+        local ca cb; new_container; ca=$CTR; new_container; cb=$CTR
         if (( i % 2 )); then a_add=$(invoke cnibox ADD "$cfa" "a$i" "$ca"); b_add=$(invoke reference ADD "$cfb" "b$i" "$cb")
         else b_add=$(invoke reference ADD "$cfb" "b$i" "$cb"); a_add=$(invoke cnibox ADD "$cfa" "a$i" "$ca"); fi
         if (( i % 2 )); then a_del=$(invoke cnibox DEL "$cfa" "a$i" "$ca"); b_del=$(invoke reference DEL "$cfb" "b$i" "$cb")
@@ -68,7 +69,7 @@ floor() {  # KIND
     local kind=$1 i c t0 t1; : > fadd; : > fdel
     ip link add cbfloor type bridge 2>/dev/null || true; ip link set cbfloor up
     for i in $(seq "$N"); do
-        c=$(container)
+        new_container; c=$CTR
         t0=$(now_us)
         case $kind in
         bridge)
@@ -137,7 +138,7 @@ hostlocal() {  # LABEL SIZE
         rm -rf "$WORK/hl-$impl/hl-$size"
         [ "$size" -gt 0 ] && fill_store "$WORK/hl-$impl/hl-$size" "$size" "$oct"
     done
-    local c; c=$(container)
+    local c; new_container; c=$CTR
     for i in $(seq "$N"); do
         a_add=$(invoke_ipam cnibox ADD "$WORK/hl-cnibox-$size.json" "h$i" "$c")
         b_add=$(invoke_ipam reference ADD "$WORK/hl-reference-$size.json" "h$i" "$c")
@@ -165,7 +166,7 @@ row "host-local DEL full/empty, cnibox" "$(ratio "$F_DEL" "$E_DEL")" - - -
 
 # ---- memory, size, syscalls ----
 rss() {  # IMPL -> KiB
-    local c cf="$WORK/bridge+host-local-$1.json" plugin=bridge; c=$(container)
+    local c cf="$WORK/bridge-$1.json" plugin=bridge; new_container; c=$CTR
     CNI_COMMAND=ADD CNI_CONTAINERID=rss CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
         /usr/bin/time -f %M -o "$WORK/rss" "$WORK/$1/$plugin" < "$cf" > /dev/null
     CNI_COMMAND=DEL CNI_CONTAINERID=rss CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" "$WORK/$1/$plugin" < "$cf" > /dev/null
@@ -178,7 +179,7 @@ for p in bridge ptp macvlan host-local; do sb=$((sb + $(stat -L -c %s "$REF/$p")
 row "binary size (KiB; reference = 4 binaries)" "$((sa/1024))" "$((sb/1024))" - "$(ratio "$sa" "$sb")"
 
 syscalls() {  # IMPL -> "total netlink-sends"
-    local c cf="$WORK/bridge+host-local-$1.json"; c=$(container)
+    local c cf="$WORK/bridge-$1.json"; new_container; c=$CTR
     CNI_COMMAND=ADD CNI_CONTAINERID=st CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
         strace -f -qq -o "$WORK/strace-$1" "$WORK/$1/bridge" < "$cf" > /dev/null
     CNI_COMMAND=DEL CNI_CONTAINERID=st CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" "$WORK/$1/bridge" < "$cf" > /dev/null

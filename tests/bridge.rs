@@ -902,21 +902,40 @@ fn del_idempotency_matrix() {
                 // DEL without prevResult, then with it (a runtime's cache may or may not have one)
                 let out = del(&env, "dm", netns, &c);
                 assert!(out.ok(), "{name} ({backend}, {version}): {out:?}");
+                if empty_netns {
+                    // without a netns and a prevResult nothing names the veth pair
+                    assert!(ctr.as_ref().unwrap().has_link(IFNAME), "{name}");
+                }
                 let mut with_prev = c.clone();
                 with_prev["prevResult"] = r.clone();
                 let out = del(&env, "dm", netns, &with_prev);
                 assert!(out.ok(), "{name} second DEL ({backend}, {version}): {out:?}");
-                if empty_netns {
-                    // the container link is the runtime's to remove with the netns
-                    if let Some(ctr) = &ctr {
-                        assert!(ctr.has_link(IFNAME));
-                        ctr.ip(&["link", "del", IFNAME]);
-                    }
-                }
+                // with a prevResult even an empty CNI_NETNS removes the pair (via its host end)
                 assert_clean(&env, "dm", ctr.as_ref());
             }
         }
     }
+}
+
+/// DEL without a netns deletes the host veth named in prevResult only when it is this
+/// attachment's port (enslaved to the bridge, with the MAC ADD reported).
+#[test]
+fn del_without_netns_leaves_a_veth_that_is_not_this_attachments() {
+    let env = TestEnv::new();
+    let ctr = env.container();
+    let c = conf(&env, "1.0.0", json!({"isGateway": true, "ipam": ipam(&["10.1.7.0/24"])}));
+    let r = add(&env, "fv", &ctr, &c).success();
+    let host_veth = r["interfaces"][1]["name"].as_str().unwrap().to_string();
+    let mut forged = r.clone();
+    forged["interfaces"][1]["mac"] = json!("02:00:00:00:00:01");
+    let mut with_prev = c.clone();
+    with_prev["prevResult"] = forged;
+    assert!(del(&env, "fv", "", &with_prev).ok());
+    assert!(env.host.has_link(&host_veth), "a port with another MAC is left alone");
+    with_prev["prevResult"] = r;
+    assert!(del(&env, "fv", "", &with_prev).ok());
+    assert!(!env.host.has_link(&host_veth));
+    assert!(!ctr.has_link(IFNAME), "the peer goes with the host end");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! container is a clean error. With `linkInContainer` the master itself lives in the
 //! container namespace and the link is created there.
 use super::rollback::Rollback;
+use super::teardown::Teardown;
 use super::{container_link, iface, l3};
 use crate::cni::config as cniconf;
 use crate::cni::json;
@@ -209,13 +210,13 @@ impl Plugin for Macvlan {
     /// Needs neither the master nor the netns: everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
         let ipam_type = cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf"))?;
-        let link = container_link::delete(&req.netns, &req.ifname, "macvlan").map(drop);
+        let mut teardown = Teardown::new("macvlan");
+        teardown.step(container_link::delete(&req.netns, &req.ifname, "macvlan"));
         // Released after the link is gone, so an address is never free while configured.
-        let ipam = match &ipam_type {
-            Some(t) => delegate::del(t, req),
-            None => Ok(()),
-        };
-        link.and(ipam)
+        if let Some(t) = &ipam_type {
+            teardown.step(delegate::del(t, req));
+        }
+        teardown.finish()
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

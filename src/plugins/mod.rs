@@ -9,6 +9,7 @@
 //! * [`l3`]: IPAM delegation with release on failure.
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
+//! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 pub mod bridge;
@@ -19,4 +20,5 @@ pub mod l3;
 pub mod macvlan;
 pub mod rollback;
 pub mod spoofcheck;
+pub mod teardown;
 pub mod veth;

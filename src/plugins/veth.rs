@@ -6,6 +6,7 @@
 //! on the host end; the host reaches each container address through a host route on its
 //! veth. No bridge, no ARP between containers.
 use super::rollback::Rollback;
+use super::teardown::Teardown;
 use super::{container_link, iface, ipmasq, l3};
 use crate::cni::config as cniconf;
 use crate::cni::json;
@@ -161,34 +162,25 @@ impl Plugin for Veth {
     /// "already gone" is success: no netns, no link, no rules, no reservation.
     fn del(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let mut first_error: Option<Error> = None;
-        let mut keep = |r: Result<(), Error>| {
-            if let Err(e) = r {
-                eprintln!("cnibox veth: DEL: {}", e.msg);
-                first_error.get_or_insert(e);
-            }
-        };
+        let mut teardown = Teardown::new("veth");
         // The host end, its gateway address and host routes go with the pair.
         let removed = container_link::delete(&req.netns, &req.ifname, "veth");
         if let Ok(container_link::Removed::AlreadyGone) = removed {
             // Without the netns the pair can still be found from the host side.
             match cniconf::prev_result(req) {
-                Ok(Some(prev)) => keep(delete_host_end(&prev)),
+                Ok(Some(prev)) => teardown.step(delete_host_end(&prev)),
                 Ok(None) => {}
                 Err(e) => eprintln!("cnibox veth: DEL: ignoring prevResult: {}", e.msg),
             }
         }
-        keep(removed.map(drop));
+        teardown.step(removed);
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.
-            keep(ipmasq::teardown(attachment(req)).map_err(Error::from));
+            teardown.step(ipmasq::teardown(attachment(req)));
         }
         // Released last, so an address is never free while still configured.
-        keep(delegate::del(&conf.ipam_type, req));
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        teardown.step(delegate::del(&conf.ipam_type, req));
+        teardown.finish()
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

@@ -24,6 +24,7 @@ use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request}
 use crate::netlink::{Handle, Link, MacAddr};
 use crate::netns::Netns;
 use crate::plugins::rollback::Rollback;
+use crate::plugins::teardown::Teardown;
 use crate::plugins::{container_link, iface, ipmasq, l3, spoofcheck};
 use crate::sysctl;
 use config::NetConf;
@@ -240,16 +241,66 @@ fn put_gateways(
 /// DEL, idempotent in every state: the container link first (so no address is released
 /// while still configured), then IPAM, then the spoof-check and masquerade rules, which are
 /// found by attachment and so are removed even when the netns is gone. The bridge stays.
+/// Every step is attempted (see [`Teardown`]); whatever is already gone is success.
 fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    container_link::delete(&req.netns, &req.ifname, "veth")?;
+    let mut teardown = Teardown::new("bridge");
+    let removed = container_link::delete(&req.netns, &req.ifname, "veth");
+    if let Ok(container_link::Removed::AlreadyGone) = removed {
+        // The namespace may be gone while the kernel has not yet destroyed its veths (that
+        // happens asynchronously); the host end named in prevResult goes now.
+        teardown.step(delete_host_end(req, conf));
+    }
+    teardown.step(removed);
+    // Released after the link is gone, so an address is never free while configured.
     if let Some(ipam) = &conf.ipam_type {
-        delegate::del(ipam, req)?;
+        teardown.step(delegate::del(ipam, req));
     }
     if conf.macspoofchk {
-        spoofcheck::teardown(spoof_attachment(req))?;
+        teardown.step(spoofcheck::teardown(spoof_attachment(req)));
     }
     if conf.is_layer3() && conf.ip_masq {
-        ipmasq::teardown(masq_attachment(req))?;
+        teardown.step(ipmasq::teardown(masq_attachment(req)));
+    }
+    teardown.finish()
+}
+
+/// The host veth of prevResult, deleted only when it is provably this attachment's: a veth
+/// enslaved to this network's bridge whose MAC is the one ADD reported.
+fn delete_host_end(req: &Request, conf: &NetConf) -> Result<(), Error> {
+    let prev = match cniconf::prev_result(req) {
+        Ok(Some(prev)) => prev,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            eprintln!("cnibox bridge: DEL: ignoring prevResult: {}", e.msg);
+            return Ok(());
+        }
+    };
+    let host = Handle::current()?;
+    let Some(bridge) = host.link_by_name(&conf.bridge)? else {
+        return Ok(());
+    };
+    let ports = prev
+        .interfaces
+        .iter()
+        .filter(|i| i.name != conf.bridge && i.sandbox.as_deref().unwrap_or_default().is_empty());
+    for port in ports {
+        let Some(link) = host.link_by_name(&port.name)? else {
+            continue;
+        };
+        let ours = link.kind.as_deref() == Some("veth")
+            && link.master == Some(bridge.index)
+            && port.mac.is_some()
+            && link.mac.map(|m| m.to_string()) == port.mac;
+        if !ours {
+            eprintln!(
+                "cnibox bridge: DEL: {} is not this attachment's port: left alone",
+                link.name
+            );
+            continue;
+        }
+        if let Err(e) = delete_veth(&host, link.index) {
+            return Err(Error::internal(e));
+        }
     }
     Ok(())
 }
