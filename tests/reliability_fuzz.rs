@@ -199,9 +199,10 @@ fn confine(stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
     let Some(ipam) = v.get_mut("ipam").and_then(Value::as_object_mut) else {
         return stdin;
     };
-    let prefix = dir.to_str().unwrap();
+    // below the directory, not merely sharing its name's prefix ("/tmp/x" vs "/tmp/x+data")
+    let prefix = format!("{}/", dir.to_str().unwrap());
     let inside = |p: Option<&Value>| match p {
-        Some(Value::String(s)) => s.starts_with(prefix) && !s.contains(".."),
+        Some(Value::String(s)) => s.starts_with(&prefix) && !s.contains(".."),
         _ => false,
     };
     let mut changed = false;
@@ -436,6 +437,15 @@ fn fuzz_plugin(applet: &str) {
         t
     });
     drop(containers);
+    // the confinement held: nothing was created next to the temp dir under a similar name
+    let base = tmp.path().file_name().unwrap().to_string_lossy().into_owned();
+    let strays: Vec<String> = std::fs::read_dir(tmp.path().parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&base) && *n != base)
+        .collect();
+    assert!(strays.is_empty(), "created outside the temp dir: {strays:?}");
     eprintln!("fuzz {applet}: {} executions, outcomes {:?}", tally.runs, tally.codes);
     assert!(
         tally.codes.get("ok").copied().unwrap_or(0) > 0 || applet != "host-local",
