@@ -14,6 +14,31 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+/// How deep delegations may nest. A main plugin delegates to its IPAM plugin (depth 1),
+/// which does not delegate further; a config whose `ipam.type` names a plugin that itself
+/// delegates (`"ipam": {"type": "macvlan"}` in a macvlan config) hands it the same stdin, so
+/// it delegates to itself again and again: in process until the stack overflows, exec'd
+/// until the process table fills. Such a loop is cut off with an error instead.
+pub const MAX_DEPTH: u32 = 3;
+
+/// Carries the depth to exec'd delegates (and through Go plugins, which pass their
+/// environment on to their own delegates).
+pub const DEPTH_ENV: &str = "CNIBOX_DELEGATION_DEPTH";
+
+thread_local! {
+    /// In-process delegations currently running on this thread.
+    static IN_PROCESS_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// The nesting depth of the delegation about to start.
+fn depth() -> u32 {
+    let inherited = std::env::var(DEPTH_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    inherited.saturating_add(IN_PROCESS_DEPTH.with(|d| d.get()))
+}
+
 /// Looks an applet up by name; the real one is [`crate::applets::plugin`].
 pub type AppletLookup<'a> = &'a dyn Fn(&str) -> Option<&'static dyn Plugin>;
 
@@ -50,6 +75,12 @@ pub fn run(
     command: Command,
     applets: AppletLookup,
 ) -> Result<Option<CniResult>, Error> {
+    let depth = depth();
+    if depth >= MAX_DEPTH {
+        return Err(Error::internal(format!(
+            "delegating to {ipam_type:?}: delegations nested {depth} deep; the IPAM type names a plugin that delegates again (a loop)"
+        )));
+    }
     let path = find_in_path(ipam_type, &req.path)?;
     if crate::applets::same_file(&path, Path::new("/proc/self/exe")) {
         let Some(plugin) = applets(ipam_type) else {
@@ -59,9 +90,12 @@ pub fn run(
                 path.display()
             )));
         };
-        return in_process(plugin, req, command);
+        IN_PROCESS_DEPTH.with(|d| d.set(d.get() + 1));
+        let result = in_process(plugin, req, command);
+        IN_PROCESS_DEPTH.with(|d| d.set(d.get() - 1));
+        return result;
     }
-    let stdout = exec(&path, req, command)?;
+    let stdout = exec(&path, req, command, depth + 1)?;
     if command != Command::Add {
         return Ok(None);
     }
@@ -126,7 +160,7 @@ fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Op
 const BUSY_RETRIES: u32 = 5;
 
 /// Exec the delegate; its stdout on success, else the error libcni would report.
-fn exec(path: &Path, req: &Request, command: Command) -> Result<Vec<u8>, Error> {
+fn exec(path: &Path, req: &Request, command: Command, depth: u32) -> Result<Vec<u8>, Error> {
     let mut stdin = stdin_file(&req.stdin).map_err(|e| {
         Error::new(
             code::IO_FAILURE,
@@ -148,6 +182,7 @@ fn exec(path: &Path, req: &Request, command: Command) -> Result<Vec<u8>, Error> 
             .env("CNI_IFNAME", &req.ifname)
             .env("CNI_ARGS", &req.args)
             .env("CNI_PATH", &req.path)
+            .env(DEPTH_ENV, depth.to_string())
             .stdin(Stdio::from(child_stdin))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -575,6 +610,57 @@ mod tests {
     }
 
     static IN_PROC: InProc = InProc;
+
+    /// A plugin whose IPAM type is itself: every call delegates again.
+    struct Looping;
+
+    impl Plugin for Looping {
+        fn about(&self) -> &'static str {
+            "delegates to itself"
+        }
+        fn add(&self, req: &Request) -> Result<CniResult, Error> {
+            add_with("looping", req, &looping_lookup)
+        }
+        fn del(&self, req: &Request) -> Result<(), Error> {
+            run("looping", req, Command::Del, &looping_lookup).map(drop)
+        }
+        fn check(&self, _req: &Request) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+
+    static LOOPING: Looping = Looping;
+
+    fn looping_lookup(name: &str) -> Option<&'static dyn Plugin> {
+        (name == "looping").then_some(&LOOPING as &'static dyn Plugin)
+    }
+
+    #[test]
+    fn a_delegation_loop_is_an_error_not_a_stack_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::fs::read_link("/proc/self/exe").unwrap();
+        std::os::unix::fs::symlink(&me, dir.path().join("looping")).unwrap();
+        let r = req(dir.path(), Command::Add, "1.0.0");
+        let e = add_with("looping", &r, &looping_lookup).unwrap_err();
+        assert_eq!(e.code, 999);
+        assert!(e.msg.contains("delegations nested 3 deep"), "{}", e.msg);
+        let e = run("looping", &r, Command::Del, &looping_lookup).unwrap_err();
+        assert!(e.msg.contains("a loop"), "{}", e.msg);
+        assert_eq!(IN_PROCESS_DEPTH.with(|d| d.get()), 0, "the depth unwinds");
+    }
+
+    #[test]
+    fn exec_passes_the_depth_on() {
+        let dir = tempfile::tempdir().unwrap();
+        script(
+            dir.path(),
+            "depth",
+            r#"printf '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.%s/24"}]}' "$CNIBOX_DELEGATION_DEPTH""#,
+        );
+        let r = req(dir.path(), Command::Add, "1.0.0");
+        let result = add_with("depth", &r, &no_applets).unwrap();
+        assert_eq!(result.ips[0].address.to_string(), "10.1.2.1/24");
+    }
 
     fn in_proc_lookup(name: &str) -> Option<&'static dyn Plugin> {
         (name == "fake-ipam").then_some(&IN_PROC as &'static dyn Plugin)

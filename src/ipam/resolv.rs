@@ -27,8 +27,23 @@ pub fn go_errno_text(e: &std::io::Error) -> String {
     }
 }
 
+/// The most of a resolv.conf that is read. Real ones are a few hundred bytes; without a
+/// bound a config naming `/dev/zero` (or a huge file) would exhaust memory instead of
+/// failing, where the reference's line scanner fails on its first 64 KiB line.
+pub const MAX_RESOLV_CONF: u64 = 1 << 20;
+
 pub fn read(path: &str) -> Result<Dns, ResolvError> {
-    let text = std::fs::read(path).map_err(|e| ResolvError(format!("open {path}: {}", go_errno_text(&e))))?;
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| ResolvError(format!("open {path}: {}", go_errno_text(&e))))?;
+    let mut text = Vec::new();
+    file.take(MAX_RESOLV_CONF + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| ResolvError(format!("read {path}: {}", go_errno_text(&e))))?;
+    if text.len() as u64 > MAX_RESOLV_CONF {
+        return Err(ResolvError(format!(
+            "read {path}: larger than {MAX_RESOLV_CONF} bytes, not a resolv.conf"
+        )));
+    }
     Ok(parse(&String::from_utf8_lossy(&text)))
 }
 
@@ -93,6 +108,12 @@ mod tests {
     #[test]
     fn keywords_are_case_sensitive() {
         assert_eq!(parse("Nameserver 1.2.3.4\n"), Dns::default());
+    }
+
+    #[test]
+    fn an_endless_file_is_refused_not_read_forever() {
+        let e = read("/dev/zero").unwrap_err().0;
+        assert_eq!(e, "read /dev/zero: larger than 1048576 bytes, not a resolv.conf");
     }
 
     #[test]

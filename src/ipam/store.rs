@@ -346,6 +346,16 @@ impl Store {
             Err(Errno::EEXIST) => return Ok(false),
             Err(e) => return Err(self.err("link", &name, e)),
         }
+        // The file is ours now: if recording it fails, take it back, or the failed ADD
+        // would leave an address that no caller knows it holds.
+        if let Err(e) = self.record_reservation(&owner, ip, set) {
+            let _ = unlinkat(&self.dir, name.as_str(), UnlinkatFlags::NoRemoveDir);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    fn record_reservation(&mut self, owner: &Owner, ip: IpAddr, set: usize) -> Result<(), StoreError> {
         let mut bucket = self.verified_bucket(&owner.id)?;
         bucket.retain(|e| e.ip != ip);
         bucket.push(Entry {
@@ -353,8 +363,7 @@ impl Store {
             owner: owner.clone(),
         });
         self.index.write_bucket(&owner.id, &bucket)?;
-        self.write_last_reserved(set, ip)?;
-        Ok(true)
+        self.write_last_reserved(set, ip)
     }
 
     fn write_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), StoreError> {
@@ -715,6 +724,11 @@ mod tests {
         let mut s = Store::open(&d.path().join("d2"), "net").unwrap();
         assert!(s.reserve("c1", "eth0", ip("10.1.2.2"), 0).is_err());
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        assert!(
+            !d.path().join("d2/net/10.1.2.2").exists(),
+            "a reservation that could not be recorded is taken back"
+        );
+        assert!(!s.find("c1", "eth0").unwrap());
         // a symlink named like an IP is taken, never written through
         std::os::unix::fs::symlink(&target, d.path().join("d2/net/10.1.2.9")).unwrap();
         assert!(!s.reserve("c1", "eth0", ip("10.1.2.9"), 1).unwrap());

@@ -147,15 +147,21 @@ impl Cache {
 
     pub fn write(&self, key: &Key, entry: &Entry) -> Result<(), CacheError> {
         let dir = self.results_dir();
-        create_private_dir(&dir)?;
         let path = self.path(key);
+        // the file itself may be a planted link: the rename replaces it without following
+        no_symlinks_below(&self.dir, &dir).map_err(|err| CacheError::Io {
+            op: "write",
+            path: path.clone(),
+            err,
+        })?;
+        create_private_dir(&dir)?;
         atomic::write(&path, &Self::encode(entry)).map_err(|err| CacheError::Io { op: "write", path, err })
     }
 
     pub fn read(&self, key: &Key) -> Cached {
-        match std::fs::read(self.path(key)) {
+        match read_regular(&self.dir, &self.path(key)) {
             Ok(bytes) => decode(&bytes),
-            // Like libcni: an unreadable file counts as no cache.
+            // Like libcni: an unreadable file counts as no cache (a planted symlink too).
             Err(_) => Cached::Missing,
         }
     }
@@ -163,6 +169,15 @@ impl Cache {
     /// Remove the file; a missing file is fine.
     pub fn remove(&self, key: &Key) -> Result<(), CacheError> {
         let path = self.path(key);
+        // through a symlinked results directory this would delete a file elsewhere (a link
+        // in the file's place is removed itself, never its target)
+        no_symlinks_below(&self.dir, &self.results_dir()).map_err(|err| CacheError::Io {
+            op: "remove",
+            path: path.clone(),
+            err,
+        })?;
+        // a temp file of a killed ADD of this attachment (we hold its lock) goes too
+        self.remove_stale_temps(|f| f == key.file_name());
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -172,6 +187,33 @@ impl Cache {
                 err,
             }),
         }
+    }
+
+    /// Remove the temp files that writers killed between create and rename left for the
+    /// cache files `owned` selects. Only call it holding the lock that excludes every writer
+    /// of those files; the writer's pid must also be gone (a live pid, e.g. a writer of
+    /// another network whose name merely shares the prefix, keeps its file). Returns how
+    /// many were removed.
+    pub fn remove_stale_temps(&self, owned: impl Fn(&str) -> bool) -> usize {
+        let Ok(rd) = std::fs::read_dir(self.results_dir()) else {
+            return 0;
+        };
+        if no_symlinks_below(&self.dir, &self.results_dir()).is_err() {
+            return 0;
+        }
+        let mut removed = 0;
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some((target, pid)) = name.to_str().and_then(atomic::temp_file_of) else {
+                continue;
+            };
+            let alive =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) != Err(nix::errno::Errno::ESRCH);
+            if owned(target) && !alive && std::fs::remove_file(e.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// Every valid `cniCacheV1` entry with a network, container and interface name, in file
@@ -184,7 +226,7 @@ impl Cache {
         names.sort();
         let mut entries = Vec::new();
         for name in names {
-            let Ok(bytes) = std::fs::read(self.results_dir().join(&name)) else {
+            let Ok(bytes) = read_regular(&self.dir, &self.results_dir().join(&name)) else {
                 continue;
             };
             let Cached::Entry(entry) = decode(&bytes) else { continue };
@@ -220,6 +262,52 @@ pub fn decode(bytes: &[u8]) -> Cached {
     } else {
         Cached::Corrupt("not a JSON object".into())
     }
+}
+
+/// Fails when `path` or a directory between `root` (exclusive) and `path` is a symlink: files
+/// of the cache dir are only ever reached through real directories.
+/// (`root` itself is the runtime's choice and may be a link.)
+pub fn no_symlinks_below(root: &Path, path: &Path) -> std::io::Result<()> {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return Ok(());
+    };
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{} is a symlink; refusing to follow it", at.display()),
+                ))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A cache file's bytes: a regular file, reached without following symlinks and without
+/// blocking on a planted FIFO.
+fn read_regular(root: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    no_symlinks_below(root, path.parent().unwrap_or(root))?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), CacheError> {
@@ -307,6 +395,65 @@ mod tests {
         cache.remove(&key).unwrap();
         cache.remove(&key).unwrap();
         assert_eq!(cache.read(&key), Cached::Missing);
+    }
+
+    #[test]
+    fn planted_symlinks_are_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::new(d.path().join("cache"));
+        let key = Key::new("exnet", "ctr1", "eth0").unwrap();
+        std::fs::create_dir_all(cache.results_dir()).unwrap();
+        let outside = d.path().join("outside");
+        std::fs::write(&outside, Cache::encode(&entry())).unwrap();
+        std::os::unix::fs::symlink(&outside, cache.path(&key)).unwrap();
+        assert_eq!(
+            cache.read(&key),
+            Cached::Missing,
+            "the outside file is not read as the cache"
+        );
+        assert!(cache.list().is_empty());
+        cache.write(&key, &entry()).unwrap();
+        assert!(
+            std::fs::symlink_metadata(cache.path(&key)).unwrap().is_file(),
+            "the link is replaced"
+        );
+        assert_eq!(std::fs::read(&outside).unwrap(), Cache::encode(&entry()));
+        // a symlinked results directory: neither written into nor deleted from
+        std::fs::remove_dir_all(cache.results_dir()).unwrap();
+        let out_dir = d.path().join("outdir");
+        std::fs::create_dir(&out_dir).unwrap();
+        std::fs::write(out_dir.join(key.file_name()), b"keep").unwrap();
+        std::os::unix::fs::symlink(&out_dir, cache.results_dir()).unwrap();
+        assert!(cache.write(&key, &entry()).is_err());
+        assert!(cache.remove(&key).is_err());
+        assert_eq!(cache.read(&key), Cached::Missing);
+        assert_eq!(std::fs::read(out_dir.join(key.file_name())).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn remove_takes_the_temp_files_of_killed_writers_with_it() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::new(d.path());
+        let key = Key::new("exnet", "ctr1", "eth0").unwrap();
+        cache.write(&key, &entry()).unwrap();
+        let dead = ".exnet-ctr1-eth0.tmp2147483646-0";
+        let live = format!(".exnet-ctr1-eth0.tmp{}-5", std::process::id());
+        let other = ".exnet-ctr2-eth0.tmp2147483646-0";
+        for n in [dead, live.as_str(), other] {
+            std::fs::write(cache.results_dir().join(n), b"{").unwrap();
+        }
+        cache.remove(&key).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(cache.results_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![live, other.to_string()],
+            "only the dead writer's file of this key goes"
+        );
+        assert_eq!(cache.remove_stale_temps(|f| f.starts_with("exnet-")), 1);
     }
 
     #[test]

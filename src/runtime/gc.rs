@@ -48,6 +48,9 @@ impl Runtime {
                 errors.push(stale(e));
             }
         }
+        // temp files of cache writes killed mid-way (we hold the network lock: no live writer)
+        let prefix = format!("{}-", list.name);
+        self.cache().remove_stale_temps(|f| f.starts_with(&prefix));
         let gc_supported = crate::cni::version::at_least(&list.cni_version, crate::cni::version::STATUS_GC_MIN);
         if gc_supported {
             let valid_json: Value = valid

@@ -27,11 +27,14 @@ impl fmt::Display for LockError {
 
 impl std::error::Error for LockError {}
 
-fn take(path: &Path, how: FlockArg) -> Result<Held, LockError> {
+fn take(cache_dir: &Path, path: &Path, how: FlockArg) -> Result<Held, LockError> {
     let err = |msg: String| LockError {
         path: path.to_path_buf(),
         msg,
     };
+    // a lock directory planted as a symlink would make us create files elsewhere (checked
+    // before creating missing directories, so none is created through one)
+    super::cache::no_symlinks_below(cache_dir, path).map_err(|e| err(e.to_string()))?;
     if let Some(dir) = path.parent() {
         std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
             .recursive(true)
@@ -44,6 +47,7 @@ fn take(path: &Path, how: FlockArg) -> Result<Held, LockError> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| err(e.to_string()))?;
     take_retry(file, how).map_err(|e| err(e.to_string()))
@@ -70,24 +74,28 @@ pub fn attachment_path(cache_dir: &Path, key: &Key) -> PathBuf {
 /// For the OCI hook: one hook at a time on a host (plugins of several networks and the
 /// re-ADD of a re-created container must not interleave).
 pub fn hook(cache_dir: &Path) -> Result<Held, LockError> {
-    take(&cache_dir.join("locks").join("oci-hook"), FlockArg::LockExclusive)
+    take(
+        cache_dir,
+        &cache_dir.join("locks").join("oci-hook"),
+        FlockArg::LockExclusive,
+    )
 }
 
 /// For ADD, CHECK and DEL: the network shared (GC excluded), the attachment exclusive.
 pub fn attachment(cache_dir: &Path, key: &Key) -> Result<(Held, Held), LockError> {
-    let net = take(&network_path(cache_dir, &key.network), FlockArg::LockShared)?;
-    let one = take(&attachment_path(cache_dir, key), FlockArg::LockExclusive)?;
+    let net = take(cache_dir, &network_path(cache_dir, &key.network), FlockArg::LockShared)?;
+    let one = take(cache_dir, &attachment_path(cache_dir, key), FlockArg::LockExclusive)?;
     Ok((net, one))
 }
 
 /// For GC: the whole network, exclusive.
 pub fn network(cache_dir: &Path, network: &str) -> Result<Held, LockError> {
-    take(&network_path(cache_dir, network), FlockArg::LockExclusive)
+    take(cache_dir, &network_path(cache_dir, network), FlockArg::LockExclusive)
 }
 
 /// For GC's own DELs, under the network lock it already holds.
 pub fn attachment_only(cache_dir: &Path, key: &Key) -> Result<Held, LockError> {
-    take(&attachment_path(cache_dir, key), FlockArg::LockExclusive)
+    take(cache_dir, &attachment_path(cache_dir, key), FlockArg::LockExclusive)
 }
 
 #[cfg(test)]
@@ -115,5 +123,24 @@ mod tests {
         );
         drop(held);
         assert!(Flock::lock(f, FlockArg::LockExclusiveNonblock).is_ok());
+    }
+
+    #[test]
+    fn planted_symlinks_are_refused_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("cache");
+        let key = Key::new("n", "c", "eth0").unwrap();
+        std::fs::create_dir_all(cache.join("locks/networks")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("outside-a"), attachment_path(&cache, &key)).unwrap();
+        assert!(attachment(&cache, &key).is_err());
+        assert!(!d.path().join("outside-a").exists(), "created through the link");
+        std::fs::remove_file(attachment_path(&cache, &key)).unwrap();
+        // a symlinked lock directory
+        std::fs::create_dir(d.path().join("outside-dir")).unwrap();
+        std::fs::remove_dir_all(cache.join("locks")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("outside-dir"), cache.join("locks")).unwrap();
+        let e = network(&cache, "n").err().expect("refused");
+        assert!(e.msg.contains("symlink"), "{e}");
+        assert_eq!(std::fs::read_dir(d.path().join("outside-dir")).unwrap().count(), 0);
     }
 }

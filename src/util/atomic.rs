@@ -7,6 +7,28 @@ use std::path::Path;
 
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// The temp file name [`write`] uses for `name`: `.<name>.tmp<pid>-<seq>`.
+fn temp_name(name: &std::ffi::OsStr, pid: u32, seq: u64) -> std::ffi::OsString {
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".tmp{pid}-{seq}"));
+    tmp
+}
+
+/// For a directory entry that is a temp file of [`write`]: the name it was to replace and
+/// the pid of its writer. A writer killed between create and rename leaves such a file.
+pub fn temp_file_of(entry: &str) -> Option<(&str, u32)> {
+    let rest = entry.strip_prefix('.')?;
+    let at = rest.rfind(".tmp")?;
+    let (target, suffix) = (&rest[..at], &rest[at + 4..]);
+    let (pid, seq) = suffix.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !digits(pid) || !digits(seq) {
+        return None;
+    }
+    Some((target, pid.parse().ok()?))
+}
+
 /// Write `data` to `path` via a temp file in the same directory (mode 0600), fsync it,
 /// rename it over `path`, then fsync the directory so the rename itself is durable.
 /// Errors name the file and the step.
@@ -21,21 +43,29 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
             format!("{}: not a file path", path.display()),
         )
     })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
     // pid + counter: concurrent writers (processes or threads) never share a temp file.
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    tmp_name.push(format!(".tmp{}-{seq}", std::process::id()));
-    let tmp = dir.join(tmp_name);
+    let tmp = dir.join(temp_name(name, std::process::id(), seq));
     let step = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what} {}: {e}", tmp.display()));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| step("create", e))?;
+        // O_EXCL|O_NOFOLLOW: never write through something planted under the temp name; a
+        // leftover of a killed writer with a reused pid is removed and the create retried.
+        let create = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)
+        };
+        let mut f = match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&tmp).map_err(|e| step("remove stale", e))?;
+                create()
+            }
+            other => other,
+        }
+        .map_err(|e| step("create", e))?;
         f.write_all(data).map_err(|e| step("write", e))?;
         f.sync_all().map_err(|e| step("fsync", e))?;
         drop(f);
@@ -71,6 +101,25 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("f")]);
+    }
+
+    #[test]
+    fn temp_file_names_are_recognised() {
+        let t = temp_name(std::ffi::OsStr::new("net-c1-eth0"), 42, 7);
+        assert_eq!(t, ".net-c1-eth0.tmp42-7");
+        assert_eq!(temp_file_of(t.to_str().unwrap()), Some(("net-c1-eth0", 42)));
+        // an interface name with ".tmp" in it does not confuse the parser
+        assert_eq!(temp_file_of(".n-c-eth0.tmp1.tmp9-0"), Some(("n-c-eth0.tmp1", 9)));
+        for other in [
+            "net-c1-eth0",
+            ".net.tmp",
+            ".net.tmpx-1",
+            ".net.tmp1-",
+            ".tmp1-2",
+            ".net.tmp1-2x",
+        ] {
+            assert_eq!(temp_file_of(other), None, "{other}");
+        }
     }
 
     #[test]
