@@ -38,28 +38,38 @@ invoke() {
 ip link add mvmaster type veth peer name mvpeer
 ip link set mvmaster up; ip link set mvpeer up
 
+# Deleting a namespace leaves the kernel work (destroying its links) to a background
+# worker that holds the rtnl lock: measuring while it runs would add its time to whichever
+# call comes next. So namespaces are made before and deleted after each measured series,
+# with a pause for that background work.
+settle() { sleep 1; }
+make_containers() {  # COUNT -> CTRS array
+    CTRS=(); local i; for i in $(seq "$1"); do new_container; CTRS+=("$CTR"); done
+}
+drop_containers() { local c; for c in "${CTRS[@]}"; do ip netns del "$c"; done; settle; }
+
 # ---- per-container ADD/DEL latency, cnibox vs reference, pair by pair ----
 latency() {  # NAME PLUGIN EXTRA
-    local name=$1 plugin=$2 extra=$3 i a_add b_add a_del b_del
+    local name=$1 plugin=$2 extra=$3 i a b
     local cfa="$WORK/$plugin-cnibox.json" cfb="$WORK/$plugin-reference.json"
     conf "bench-$plugin-a" "$plugin" "10.$((100+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbba}" > "$cfa"
     conf "bench-$plugin-b" "$plugin" "10.$((150+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbbb}" > "$cfb"
     : > add_a; : > add_b; : > del_a; : > del_b; : > add_r; : > del_r
-    # one warm-up each (creates the bridge, the store dir, page cache)
-    local wa wb; new_container; wa=$CTR; new_container; wb=$CTR
-    invoke cnibox ADD "$cfa" warm-a "$wa" >/dev/null; invoke reference ADD "$cfb" warm-b "$wb" >/dev/null
-    for i in $(seq "$N"); do
-        local ca cb; new_container; ca=$CTR; new_container; cb=$CTR
-        if (( i % 2 )); then a_add=$(invoke cnibox ADD "$cfa" "a$i" "$ca"); b_add=$(invoke reference ADD "$cfb" "b$i" "$cb")
-        else b_add=$(invoke reference ADD "$cfb" "b$i" "$cb"); a_add=$(invoke cnibox ADD "$cfa" "a$i" "$ca"); fi
-        if (( i % 2 )); then a_del=$(invoke cnibox DEL "$cfa" "a$i" "$ca"); b_del=$(invoke reference DEL "$cfb" "b$i" "$cb")
-        else b_del=$(invoke reference DEL "$cfb" "b$i" "$cb"); a_del=$(invoke cnibox DEL "$cfa" "a$i" "$ca"); fi
-        echo "$a_add" >> add_a; echo "$b_add" >> add_b; echo "$a_del" >> del_a; echo "$b_del" >> del_b
-        ratio "$a_add" "$b_add" >> add_r; ratio "$a_del" "$b_del" >> del_r
-        ip netns del "$ca"; ip netns del "$cb"
+    # container i of cnibox is CTRS[2i], of the reference CTRS[2i+1]; the last pair warms up
+    # (creates the bridge and the store dir, fills the page cache) and is not counted
+    make_containers $(( 2 * N + 2 )); settle
+    invoke cnibox ADD "$cfa" warm "${CTRS[2*N]}" >/dev/null; invoke reference ADD "$cfb" warm "${CTRS[2*N+1]}" >/dev/null
+    for verb in ADD DEL; do
+        for i in $(seq 0 $((N - 1))); do
+            # alternate who goes first, so neither always runs on a warmer cache
+            if (( i % 2 )); then a=$(invoke cnibox $verb "$cfa" "a$i" "${CTRS[2*i]}"); b=$(invoke reference $verb "$cfb" "b$i" "${CTRS[2*i+1]}")
+            else b=$(invoke reference $verb "$cfb" "b$i" "${CTRS[2*i+1]}"); a=$(invoke cnibox $verb "$cfa" "a$i" "${CTRS[2*i]}"); fi
+            local lv=${verb,,}
+            echo "$a" >> "${lv}_a"; echo "$b" >> "${lv}_b"; ratio "$a" "$b" >> "${lv}_r"
+        done
     done
-    invoke cnibox DEL "$cfa" warm-a "$wa" >/dev/null; invoke reference DEL "$cfb" warm-b "$wb" >/dev/null
-    ip netns del "$wa"; ip netns del "$wb"
+    invoke cnibox DEL "$cfa" warm "${CTRS[2*N]}" >/dev/null; invoke reference DEL "$cfb" warm "${CTRS[2*N+1]}" >/dev/null
+    drop_containers
     row "$name ADD (ms)" "$(ms "$(median < add_a)")" "$(ms "$(median < add_b)")" "$FLOOR_ADD" "$(median < add_r)"
     row "$name DEL (ms)" "$(ms "$(median < del_a)")" "$(ms "$(median < del_b)")" "$FLOOR_DEL" "$(median < del_r)"
 }
@@ -68,8 +78,9 @@ latency() {  # NAME PLUGIN EXTRA
 floor() {  # KIND
     local kind=$1 i c t0 t1; : > fadd; : > fdel
     ip link add cbfloor type bridge 2>/dev/null || true; ip link set cbfloor up
+    make_containers "$N"; settle
     for i in $(seq "$N"); do
-        new_container; c=$CTR
+        c=${CTRS[i-1]}
         t0=$(now_us)
         case $kind in
         bridge)
@@ -83,14 +94,17 @@ floor() {  # KIND
             printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
         esac
         t1=$(now_us); echo $((t1-t0)) >> fadd
+    done
+    for i in $(seq "$N"); do
+        c=${CTRS[i-1]}
         t0=$(now_us)
         case $kind in
         macvlan) ip -n "$c" link del eth0 ;;
         *) ip link del "fl$i" ;;
         esac
         t1=$(now_us); echo $((t1-t0)) >> fdel
-        ip netns del "$c"
     done
+    drop_containers
     FLOOR_ADD=$(ms "$(median < fadd)"); FLOOR_DEL=$(ms "$(median < fdel)")
 }
 
@@ -104,12 +118,14 @@ throughput() {  # IMPL SUBNET
     local impl=$1 cf="$WORK/tp-$1.json" i t0 t1 add del
     conf "tp-$impl" bridge "$2" "$WORK/data" ",\"bridge\":\"cbtp${impl:0:1}\",\"isGateway\":true" > "$cf"
     for i in $(seq "$THROUGHPUT"); do ip netns add "${HOSTNS}t$impl$i"; done
+    settle
     one() { CNI_COMMAND=$2 CNI_CONTAINERID="tp$3" CNI_NETNS="/run/netns/${HOSTNS}t$1$3" CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
             "$WORK/$1/bridge" < "$WORK/tp-$1.json" > /dev/null || { echo "bench: throughput $1 $2 $3 failed" >&2; exit 1; }; }
     export -f one
     t0=$(now_us); seq "$THROUGHPUT" | xargs -P "$WORKERS" -I{} bash -c "one $impl ADD {}"; t1=$(now_us); add=$((t1-t0))
     t0=$(now_us); seq "$THROUGHPUT" | xargs -P "$WORKERS" -I{} bash -c "one $impl DEL {}"; t1=$(now_us); del=$((t1-t0))
     for i in $(seq "$THROUGHPUT"); do ip netns del "${HOSTNS}t$impl$i"; done
+    settle
     echo "$add $del"
 }
 read -r tpa_add tpa_del < <(throughput cnibox 10.200.0.0/16)

@@ -19,7 +19,7 @@
 //!
 //! Nothing in the data dir is followed through a symlink: the network directory is opened
 //! with O_NOFOLLOW and every file below it is reached with `*at()` calls and O_NOFOLLOW.
-use super::index::{list_dir, read_small, Entry, Index, IndexError, Owner};
+use super::index::{self, list_dir, read_small, Entry, Index, IndexError, Owner};
 use super::range::parse_ip;
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
@@ -368,16 +368,7 @@ impl Store {
 
     fn write_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), StoreError> {
         let name = format!("{LAST_RESERVED_PREFIX}{set}");
-        let fd = openat(
-            &self.dir,
-            name.as_str(),
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(0o600),
-        )
-        .map_err(|e| self.err("open", &name, e))?;
-        std::fs::File::from(fd)
-            .write_all(ip.to_string().as_bytes())
-            .map_err(|e| self.err("write", &name, Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))
+        index::overwrite(&self.dir, &name, ip.to_string().as_bytes()).map_err(|e| self.err("write", &name, e))
     }
 
     /// `last_reserved_ip.<set>`, if present and an IP.
