@@ -69,7 +69,8 @@ fn veth_peer_is_born_in_the_container_with_name_mtu_and_macs() {
             mtu: Some(1400),
             mac: Some(mac("0a:00:00:00:00:01")),
             peer_mac: Some(mac("0a:00:00:00:00:02")),
-            master: None,
+
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(host.name, "vethab12cd34");
@@ -115,10 +116,9 @@ fn veth_host_end_is_enslaved_at_creation() {
             name: "veth0",
             peer_name: "eth0",
             peer_netns: Some(&cns),
-            mtu: None,
-            mac: None,
-            peer_mac: None,
             master: Some(br.index),
+
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(host.master, Some(br.index));
@@ -138,10 +138,8 @@ fn fifteen_byte_names_work_on_both_ends() {
             name,
             peer_name: peer,
             peer_netns: Some(&cns),
-            mtu: None,
-            mac: None,
-            peer_mac: None,
-            master: None,
+
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(host.name, name);
@@ -164,11 +162,9 @@ fn veth_in_the_same_namespace_when_no_peer_netns() {
         .create_veth(&VethSpec {
             name: "va",
             peer_name: "vb",
-            peer_netns: None,
             mtu: Some(9000),
-            mac: None,
-            peer_mac: None,
-            master: None,
+
+            ..Default::default()
         })
         .unwrap();
     let peer = h.link("vb").unwrap();
@@ -188,10 +184,8 @@ fn veth_whose_container_name_is_taken_names_the_peer() {
             name: "vethab12cd34",
             peer_name: "eth0",
             peer_netns: Some(&cns),
-            mtu: None,
-            mac: None,
-            peer_mac: None,
-            master: None,
+
+            ..Default::default()
         })
         .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Exists);
@@ -211,10 +205,8 @@ fn creating_an_existing_name_is_exists_and_names_op_and_object() {
         name: "vethab12cd34",
         peer_name: "eth0",
         peer_netns: Some(&cns),
-        mtu: None,
-        mac: None,
-        peer_mac: None,
-        master: None,
+
+        ..Default::default()
     };
     h.create_veth(&spec).unwrap();
     let e = h
@@ -268,11 +260,8 @@ fn dump_lists_every_link() {
     h.create_veth(&VethSpec {
         name: "va",
         peer_name: "vb",
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
-        master: None,
+
+        ..Default::default()
     })
     .unwrap();
     let mut names: Vec<String> = h.links().unwrap().into_iter().map(|l| l.name).collect();
@@ -341,11 +330,8 @@ fn set_master_and_release() {
     h.create_veth(&VethSpec {
         name: "va",
         peer_name: "vb",
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
-        master: None,
+
+        ..Default::default()
     })
     .unwrap();
     h.set_master("va", Some(br.index)).unwrap();
@@ -365,11 +351,8 @@ fn move_to_namespace_and_delete() {
     h.create_veth(&VethSpec {
         name: "va",
         peer_name: "vb",
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
-        master: None,
+
+        ..Default::default()
     })
     .unwrap();
     h.set_netns("vb", &cns).unwrap();
@@ -438,11 +421,9 @@ fn bridge_port_flags_hairpin_and_isolated() {
     h.create_veth(&VethSpec {
         name: "va",
         peer_name: "vb",
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
         master: Some(br.index),
+
+        ..Default::default()
     })
     .unwrap();
     h.set_port_flags(
@@ -492,11 +473,9 @@ fn bridge_port_vlans_are_added_or_reported_as_missing_feature() {
     h.create_veth(&VethSpec {
         name: "va",
         peer_name: "vb",
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
         master: Some(br.index),
+
+        ..Default::default()
     })
     .unwrap();
     match h.add_port_vlan(
@@ -542,11 +521,9 @@ fn macvlan_is_born_in_the_container() {
         .create_veth(&VethSpec {
             name: "up0",
             peer_name: "up1",
-            peer_netns: None,
             mtu: Some(1500),
-            mac: None,
-            peer_mac: None,
-            master: None,
+
+            ..Default::default()
         })
         .unwrap();
     // the same name on the host does not clash
@@ -631,11 +608,8 @@ fn veth_pair_up(h: &Handle) -> (u32, u32) {
         .create_veth(&VethSpec {
             name: "va",
             peer_name: "vb",
-            peer_netns: None,
-            mtu: None,
-            mac: None,
-            peer_mac: None,
-            master: None,
+
+            ..Default::default()
         })
         .unwrap();
     let b = h.link("vb").unwrap();

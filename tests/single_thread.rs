@@ -59,9 +59,10 @@ fn main() {
             peer_name: "eth0",
             peer_netns: Some(&cns),
             mtu: Some(1400),
-            mac: None,
             peer_mac: Some("0a:58:0a:16:00:02".parse().unwrap()),
             master: Some(br.index),
+
+            ..Default::default()
         })
         .unwrap();
     host.set_up(veth.index).unwrap();

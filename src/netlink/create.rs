@@ -17,7 +17,7 @@ use super::wire::{self, attr, Nest};
 use crate::netns::Netns;
 
 /// A veth pair: `name` stays in the handle's namespace, `peer_name` is created in `peer_netns`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct VethSpec<'a> {
     pub name: &'a str,
     pub peer_name: &'a str,

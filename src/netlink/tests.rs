@@ -37,11 +37,8 @@ fn veth<'a>(name: &'a str, peer: &'a str) -> VethSpec<'a> {
     VethSpec {
         name,
         peer_name: peer,
-        peer_netns: None,
-        mtu: None,
-        mac: None,
-        peer_mac: None,
-        master: None,
+
+        ..Default::default()
     }
 }
 
