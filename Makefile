@@ -11,7 +11,7 @@ CARGO       ?= cargo
 MUSL        := x86_64-unknown-linux-musl
 GNU         := x86_64-unknown-linux-gnu
 TARGET      ?= $(shell if [ -d "$$(rustc --print sysroot)/lib/rustlib/$(MUSL)" ]; then echo $(MUSL); else echo $(GNU); fi)
-BIN         := target/$(TARGET)/release/cnibox
+BIN          = target/$(TARGET)/release/cnibox
 
 .PHONY: all build install uninstall test test-deps check demo bench clean fmt lint
 
@@ -34,9 +34,12 @@ uninstall:
 test-deps:
 	sh tests/deps.sh
 
-# Every test: unit tests, integration tests in private network namespaces, the static build.
+# Every test: unit tests, integration tests in private network namespaces; then the plugin
+# and hook tests again against the static release binary that `make install` ships.
+RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
+	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) -- --test-threads=4
 
 lint:
 	$(CARGO) fmt --check

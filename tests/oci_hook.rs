@@ -41,7 +41,10 @@ impl Runtime {
 
 /// crun always (tests/deps.sh installs it), runc when it is installed.
 fn runtimes() -> Vec<Runtime> {
-    assert!(Runtime::Crun.available(), "crun is a test dependency: run sh tests/deps.sh");
+    assert!(
+        Runtime::Crun.available(),
+        "crun is a test dependency: run sh tests/deps.sh"
+    );
     let all = [Runtime::Crun, Runtime::Runc];
     for r in all {
         if !r.available() {

@@ -199,7 +199,7 @@ fn exec(path: &Path, req: &Request, command: Command, depth: u32) -> Result<Vec<
                     format!(
                         "netplugin failed with no error message: fork/exec {}: {}",
                         path.display(),
-                        os_error(&e)
+                        super::error::go_errno_text(&e)
                     ),
                 ))
             }
@@ -304,21 +304,6 @@ fn exit_text(status: &ExitStatus) -> String {
         format!("signal: {name} (core dumped)")
     } else {
         format!("signal: {name}")
-    }
-}
-
-/// An OS error as Go prints it (`permission denied`), without Rust's `(os error 13)`.
-fn os_error(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => {
-            let desc = nix::errno::Errno::from_raw(n).desc();
-            let mut chars = desc.chars();
-            match chars.next() {
-                Some(first) => first.to_lowercase().chain(chars).collect(),
-                None => e.to_string(),
-            }
-        }
-        None => e.to_string(),
     }
 }
 

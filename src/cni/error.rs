@@ -77,3 +77,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An OS error as Go prints it (`no such file or directory`), without Rust's
+/// ` (os error 2)`; the text comes from nix's table, so it does not depend on the C library.
+pub fn go_errno_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => {
+            let desc = nix::errno::Errno::from_raw(n).desc();
+            let mut chars = desc.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => e.to_string(),
+            }
+        }
+        None => e.to_string(),
+    }
+}

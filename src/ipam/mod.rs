@@ -144,7 +144,7 @@ impl Plugin for HostLocal {
             unavailable(format!(
                 "host-local: data dir {} is not writable: {}",
                 dir.display(),
-                resolv::go_errno_text(&e)
+                crate::cni::error::go_errno_text(&e)
             ))
         })?;
         let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(Error::internal)?;
@@ -153,7 +153,7 @@ impl Plugin for HostLocal {
             return Err(unavailable(format!(
                 "host-local: data dir {} is not writable: {}",
                 dir.display(),
-                resolv::go_errno_text(&e)
+                crate::cni::error::go_errno_text(&e)
             )));
         }
         let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.0))?;

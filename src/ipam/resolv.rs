@@ -12,20 +12,7 @@ impl fmt::Display for ResolvError {
     }
 }
 
-/// Go spells errno texts in lower case (`no such file or directory`).
-pub fn go_errno_text(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => {
-            let s = nix::errno::Errno::from_raw(n).desc().to_string();
-            let mut c = s.chars();
-            match c.next() {
-                Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
-                None => s,
-            }
-        }
-        None => e.to_string(),
-    }
-}
+use crate::cni::error::go_errno_text;
 
 /// The most of a resolv.conf that is read. Real ones are a few hundred bytes; without a
 /// bound a config naming `/dev/zero` (or a huge file) would exhaust memory instead of

@@ -55,7 +55,7 @@ impl From<IndexError> for StoreError {
 }
 
 fn go_errno(e: Errno) -> String {
-    super::resolv::go_errno_text(&std::io::Error::from_raw_os_error(e as i32))
+    crate::cni::error::go_errno_text(&std::io::Error::from_raw_os_error(e as i32))
 }
 
 /// The network name becomes a path component: it must not be able to leave the data dir.
@@ -146,7 +146,7 @@ impl Store {
                 StoreError(format!(
                     "mkdir {}: {}",
                     path.display(),
-                    super::resolv::go_errno_text(&e)
+                    crate::cni::error::go_errno_text(&e)
                 ))
             })?;
         let dir = open_network_dir(&path)?;

@@ -127,9 +127,58 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The C library's text for an errno (what `ip` and the Go plugins print), without Rust's
-/// " (os error N)" suffix.
-fn errno_text(errno: i32) -> String {
+/// glibc's text for the errnos route netlink returns (what `ip` prints). Spelled out here
+/// rather than asked of the C library, because musl words several of them differently
+/// ("Not supported", "Resource busy") and the messages must not depend on the build.
+const ERRNO_TEXT: &[(i32, &str)] = &[
+    (libc::EPERM, "Operation not permitted"),
+    (libc::ENOENT, "No such file or directory"),
+    (libc::ESRCH, "No such process"),
+    (libc::EINTR, "Interrupted system call"),
+    (libc::EIO, "Input/output error"),
+    (libc::ENXIO, "No such device or address"),
+    (libc::E2BIG, "Argument list too long"),
+    (libc::EBADF, "Bad file descriptor"),
+    (libc::EAGAIN, "Resource temporarily unavailable"),
+    (libc::ENOMEM, "Cannot allocate memory"),
+    (libc::EACCES, "Permission denied"),
+    (libc::EFAULT, "Bad address"),
+    (libc::EBUSY, "Device or resource busy"),
+    (libc::EEXIST, "File exists"),
+    (libc::EXDEV, "Invalid cross-device link"),
+    (libc::ENODEV, "No such device"),
+    (libc::ENOTDIR, "Not a directory"),
+    (libc::EINVAL, "Invalid argument"),
+    (libc::ENFILE, "Too many open files in system"),
+    (libc::EMFILE, "Too many open files"),
+    (libc::ENOSPC, "No space left on device"),
+    (libc::ERANGE, "Numerical result out of range"),
+    (libc::ENAMETOOLONG, "File name too long"),
+    (libc::ENOTEMPTY, "Directory not empty"),
+    (libc::ELOOP, "Too many levels of symbolic links"),
+    (libc::ENODATA, "No data available"),
+    (libc::EPROTO, "Protocol error"),
+    (libc::EOVERFLOW, "Value too large for defined data type"),
+    (libc::EMSGSIZE, "Message too long"),
+    (libc::EPROTONOSUPPORT, "Protocol not supported"),
+    (libc::EOPNOTSUPP, "Operation not supported"),
+    (libc::EAFNOSUPPORT, "Address family not supported by protocol"),
+    (libc::EADDRINUSE, "Address already in use"),
+    (libc::EADDRNOTAVAIL, "Cannot assign requested address"),
+    (libc::ENETDOWN, "Network is down"),
+    (libc::ENETUNREACH, "Network is unreachable"),
+    (libc::ENOBUFS, "No buffer space available"),
+    (libc::ETIMEDOUT, "Connection timed out"),
+    (libc::EHOSTUNREACH, "No route to host"),
+    (libc::EALREADY, "Operation already in progress"),
+    (libc::EINPROGRESS, "Operation now in progress"),
+];
+
+/// The text for an errno, without Rust's " (os error N)" suffix.
+pub fn errno_text(errno: i32) -> String {
+    if let Some((_, text)) = ERRNO_TEXT.iter().find(|(n, _)| *n == errno) {
+        return text.to_string();
+    }
     let s = std::io::Error::from_raw_os_error(errno).to_string();
     match s.rfind(" (os error ") {
         Some(i) => s[..i].to_string(),
@@ -141,5 +190,18 @@ fn errno_text(errno: i32) -> String {
 impl From<Error> for crate::cni::Error {
     fn from(e: Error) -> Self {
         crate::cni::Error::internal(e)
+    }
+}
+
+#[cfg(test)]
+mod errno_tests {
+    use super::errno_text;
+
+    #[test]
+    fn errno_texts_do_not_depend_on_the_c_library() {
+        assert_eq!(errno_text(libc::EOPNOTSUPP), "Operation not supported");
+        assert_eq!(errno_text(libc::EBUSY), "Device or resource busy");
+        assert_eq!(errno_text(libc::ERANGE), "Numerical result out of range");
+        assert_eq!(errno_text(libc::EEXIST), "File exists");
     }
 }

@@ -35,7 +35,7 @@ pub use address::{
 };
 pub use bridge_port::{PortFlags, PortVlan};
 pub use create::{BridgeSpec, MacvlanMode, MacvlanSpec, VethSpec};
-pub use error::{Error, ErrorKind};
+pub use error::{errno_text, Error, ErrorKind};
 pub use fake::{attributes, encode_address, encode_link, FakeTransport, IFADDRMSG_LEN, IFINFOMSG_LEN, RTMSG_LEN};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};

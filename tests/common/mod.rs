@@ -14,9 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const ALL_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
 
-/// The cnibox binary cargo built for these tests.
+/// The binary under test: the one cargo built for these tests, or the one named by
+/// CNIBOX_TEST_BIN (`make test` also runs the plugin tests against the shipped release build).
 pub fn cnibox() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_cnibox"))
+    match std::env::var_os("CNIBOX_TEST_BIN") {
+        Some(p) => std::fs::canonicalize(p).expect("CNIBOX_TEST_BIN names the binary to test"),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_cnibox")),
+    }
 }
 
 /// The Go reference plugins (Debian's containernetworking-plugins). `make test` installs

@@ -93,8 +93,7 @@ pub fn ensure_bridge(h: &Handle, conf: &NetConf) -> Result<Link, Error> {
 fn vlan_filtering_unsupported(bridge: &str, e: &netlink::Error) -> Error {
     let why = e
         .errno()
-        .map(|n| std::io::Error::from_raw_os_error(n).to_string())
-        .map(|s| s.split(" (os error").next().unwrap_or_default().to_string())
+        .map(netlink::errno_text)
         .unwrap_or_else(|| "not supported".into());
     Error::internal(format!(
         "failed to create bridge {bridge:?}: bridge VLAN filtering is not supported by this kernel (vlan_filtering: {why})"
