@@ -3,10 +3,10 @@
 # iproute2: namespaces and state checks; nftables/iptables: masquerade rules; crun: OCI hook
 # tests (runc too); jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
-# golang-github-appc-cni-dev: the libcni interop test; time/strace/hyperfine: make bench.
+# golang-github-appc-cni-dev: the libcni interop test; time/strace: make bench.
 set -eu
 PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
-golang-go golang-github-appc-cni-dev time strace hyperfine"
+golang-go golang-github-appc-cni-dev time strace"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do
