@@ -286,8 +286,39 @@ fn two_addresses_of_a_family() {
 
 #[test]
 fn layer2() {
-    for v in VERSIONS {
+    for v in VERSIONS.iter().filter(|v| !["0.1.0", "0.2.0"].contains(v)) {
         same(v, json!({"ipam": {}}));
+    }
+}
+
+/// An L2 result has no address, which 0.1.0/0.2.0 results cannot express: both fail ADD with
+/// the same error. Deliberate difference: the reference leaves the veth pair it made behind,
+/// cnibox removes what the failed ADD created.
+#[test]
+fn layer2_on_versions_without_interfaces() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    for v in ["0.1.0", "0.2.0"] {
+        let r = exercise(Side::Reference, v, &json!({"ipam": {}}), "", no_setup);
+        let o = exercise(Side::Cnibox, v, &json!({"ipam": {}}), "", no_setup);
+        assert_eq!(o.results[0]["out"], r.results[0]["out"], "{v}");
+        assert_eq!(o.results[0]["out"]["msg"], "cannot convert: no valid IP addresses");
+        assert!(
+            r.after_add.get("container_link").is_some(),
+            "{v}: the reference leaves the pair"
+        );
+        assert!(o.after_add.get("container_link").is_none(), "{v}: cnibox leaves none");
+        let veths = |s: &Value| {
+            s["host_links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|l| l["kind"] == "veth")
+                .count()
+        };
+        assert_eq!((veths(&r.after_add), veths(&o.after_add)), (1, 0), "{v}");
+        assert_eq!(o.after_del, r.after_del, "{v}: DEL converges");
     }
 }
 

@@ -190,6 +190,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     result.interfaces[2].mac = cont.link(cont_link.index)?.mac.map(|m| m.to_string());
 
     result.dns = cniconf::dns_override(&result.dns, &conf.dns);
+    // A result the config's version cannot express (an L2 result for 0.1.0/0.2.0) fails
+    // here, while the rollback can still undo the ADD.
+    result.to_json(&req.cni_version)?;
     rollback.commit();
     Ok(result)
 }
