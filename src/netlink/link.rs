@@ -279,6 +279,16 @@ impl<T: Transport> Handle<T> {
         let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
         self.modify(&op, wire::RTM_DELLINK, 0, finish(&op, b, a)?)
     }
+
+    /// Teardown's delete: a link that is already gone is not an error. Returns whether
+    /// this call deleted it.
+    pub fn remove_link<'a>(&self, link: impl Into<LinkRef<'a>>) -> Result<bool> {
+        match self.delete_link(link) {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Decodes an RTM_NEWLINK message.

@@ -216,6 +216,20 @@ fn kernel_errnos_become_kinds_with_op_and_object() {
 }
 
 #[test]
+fn remove_link_treats_already_gone_as_done_and_reports_other_errors() {
+    let h = handle();
+    h.transport().push_ack();
+    assert!(h.remove_link("eth0").unwrap());
+    h.transport().push_errno(libc::ENODEV);
+    assert!(!h.remove_link("eth0").unwrap());
+    h.transport().push_errno(libc::EBUSY);
+    assert_eq!(
+        h.remove_link("eth0").unwrap_err().to_string(),
+        "delete eth0: Device or resource busy"
+    );
+}
+
+#[test]
 fn a_missing_link_is_none_on_lookup_and_not_found_on_get() {
     let h = handle();
     h.transport().push_errno(libc::ENODEV);

@@ -47,10 +47,9 @@ pub fn delete(netns_path: &str, ifname: &str, kind: &str) -> Result<Removed, Err
         eprintln!("cnibox: DEL: {ifname} in {netns_path} is a {found}, not a {kind}: left alone");
         return Ok(Removed::NotOurs(found));
     }
-    match h.delete_link(link.index) {
-        Ok(()) => Ok(Removed::Deleted),
-        // Deleted by someone else between lookup and delete.
-        Err(e) if e.is_not_found() => Ok(Removed::AlreadyGone),
-        Err(e) => Err(e.into()),
+    // Someone else may delete it between lookup and delete.
+    match h.remove_link(link.index)? {
+        true => Ok(Removed::Deleted),
+        false => Ok(Removed::AlreadyGone),
     }
 }

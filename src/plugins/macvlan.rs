@@ -159,10 +159,7 @@ impl Plugin for Macvlan {
         let cont = &spaces.cont;
         let index = link.index;
         rollback.push(format!("delete macvlan {}", req.ifname), move || {
-            match cont.delete_link(index) {
-                Err(e) if !e.is_not_found() => Err(e.to_string()),
-                _ => Ok(()),
-            }
+            cont.remove_link(index).map(drop).map_err(|e| e.to_string())
         });
 
         let mut result = CniResult {

@@ -112,10 +112,10 @@ impl Plugin for Veth {
         let host_index = host_link.index;
         let host_for_undo = &host;
         rollback.push(format!("delete veth {}", host_link.name), move || {
-            match host_for_undo.delete_link(host_index) {
-                Err(e) if !e.is_not_found() => Err(e.to_string()),
-                _ => Ok(()),
-            }
+            host_for_undo
+                .remove_link(host_index)
+                .map(drop)
+                .map_err(|e| e.to_string())
         });
         let has_v6 = result.ips.iter().any(|ip| ip.address.is_ipv6());
         prepare_host_end(&host, &host_link, has_v6)?;
@@ -393,10 +393,7 @@ fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
             );
             continue;
         }
-        match host.delete_link(link.index) {
-            Err(e) if !e.is_not_found() => return Err(e.into()),
-            _ => {}
-        }
+        host.remove_link(link.index)?;
     }
     Ok(())
 }

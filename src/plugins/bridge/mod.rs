@@ -86,10 +86,7 @@ fn parse_mac(s: &str) -> Result<MacAddr, Error> {
 
 /// Rollback step: the host veth (its peer goes with it); already gone is fine.
 fn delete_veth(h: &Handle, index: u32) -> Result<(), String> {
-    match h.delete_link(index) {
-        Err(e) if !e.is_not_found() => Err(e.to_string()),
-        _ => Ok(()),
-    }
+    h.remove_link(index).map(drop).map_err(|e| e.to_string())
 }
 
 fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
