@@ -715,11 +715,7 @@ fn check_failures() {
         json!({"isDefaultGateway": true, "ipam": ipam(&["10.1.2.0/24"])}),
     );
     let r = add(&env, "ck", &ctr, &c).success();
-    let chk = env
-        .call("bridge")
-        .verb("CHECK", "ck", ctr.path_str(), IFNAME)
-        .config(&c)
-        .run();
+    let chk = env.call("bridge").exec("CHECK", "ck", ctr.path_str(), IFNAME, &c);
     assert_eq!(chk.failure(999), "Required prevResult missing");
     let mut wrong = r.clone();
     wrong["ips"][0]["address"] = "10.1.2.99/24".into();

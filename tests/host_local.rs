@@ -71,11 +71,7 @@ fn add_and_del_in_every_version() {
         let env = TestEnv::new();
         let c = env.container();
         let conf = conf(&env, version, dual_stack_ipam());
-        let out = env
-            .call("host-local")
-            .verb("ADD", "dummy", c.path_str(), "eth0")
-            .config(&conf)
-            .run();
+        let out = env.call("host-local").exec("ADD", "dummy", c.path_str(), "eth0", &conf);
         assert_eq!(normalize(out.success()), expected_dual_stack(version), "{version}");
         let store = env.store("hlnet");
         assert_eq!(store["10.1.2.2"], "dummy\r\neth0", "{version}");
@@ -88,11 +84,7 @@ fn add_and_del_in_every_version() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         // a second container gets the next addresses
-        let out = env
-            .call("host-local")
-            .verb("ADD", "other", c.path_str(), "eth0")
-            .config(&conf)
-            .run();
+        let out = env.call("host-local").exec("ADD", "other", c.path_str(), "eth0", &conf);
         let v = out.success();
         let first = if version.starts_with("0.1") || version.starts_with("0.2") {
             v["ip4"]["ip"].clone()
@@ -101,14 +93,10 @@ fn add_and_del_in_every_version() {
         };
         assert_eq!(first, json!("10.1.2.3/24"), "{version}");
         env.call("host-local")
-            .verb("DEL", "dummy", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", "dummy", c.path_str(), "eth0", &conf)
             .success();
         env.call("host-local")
-            .verb("DEL", "other", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", "other", c.path_str(), "eth0", &conf)
             .success();
         let left: Vec<String> = store_files(&env.data_dir.join("hlnet")).into_keys().collect();
         assert_eq!(left, ["last_reserved_ip.0", "last_reserved_ip.1", "lock"], "{version}");
@@ -123,31 +111,23 @@ fn two_interfaces_of_one_container_and_duplicate_add() {
     let ip = |out: Value| out["ips"][0]["address"].as_str().unwrap().to_string();
     let a = ip(env
         .call("host-local")
-        .verb("ADD", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
         .success());
     let b = ip(env
         .call("host-local")
-        .verb("ADD", "c1", c.path_str(), "eth1")
-        .config(&conf)
-        .run()
+        .exec("ADD", "c1", c.path_str(), "eth1", &conf)
         .success());
     assert_eq!((a.as_str(), b.as_str()), ("10.1.2.2/24", "10.1.2.3/24"));
     let msg = env
         .call("host-local")
-        .verb("ADD", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
         .failure(999);
     assert_eq!(
         msg,
         "failed to allocate for range 0: 10.1.2.2 has been allocated to c1, duplicate allocation is not allowed"
     );
     env.call("host-local")
-        .verb("DEL", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("DEL", "c1", c.path_str(), "eth0", &conf)
         .success();
     let store = env.store("hlnet");
     assert!(!store.contains_key("10.1.2.2"));
@@ -166,17 +146,13 @@ fn range_end_is_inclusive_then_exhausted() {
     for (id, want) in [("a", "10.1.2.5/29"), ("b", "10.1.2.6/29")] {
         let v = env
             .call("host-local")
-            .verb("ADD", id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", id, c.path_str(), "eth0", &conf)
             .success();
         assert_eq!(v["ips"][0]["address"], json!(want));
     }
     let msg = env
         .call("host-local")
-        .verb("ADD", "c", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("ADD", "c", c.path_str(), "eth0", &conf)
         .failure(999);
     assert_eq!(
         msg,
@@ -218,9 +194,7 @@ fn requested_addresses_from_every_source() {
     conf2.as_object_mut().unwrap().remove("runtimeConfig");
     let msg = env
         .call("host-local")
-        .verb("ADD", "c2", c.path_str(), "eth0")
-        .config(&conf2)
-        .run()
+        .exec("ADD", "c2", c.path_str(), "eth0", &conf2)
         .failure(999);
     assert_eq!(msg, "failed to allocate all requested IPs: 10.1.2.41");
     let store = env.store("hlnet");
@@ -238,9 +212,7 @@ fn requested_addresses_from_every_source() {
     };
     let msg = env
         .call("host-local")
-        .verb("ADD", "c3", c.path_str(), "eth0")
-        .config(&conf3)
-        .run()
+        .exec("ADD", "c3", c.path_str(), "eth0", &conf3)
         .failure(999);
     assert_eq!(msg, "failed to allocate for range 1: requested IP address 10.1.3.77 is not available in range set 10.1.3.1-10.1.3.254");
     assert!(env.store("hlnet").values().all(|v| !v.starts_with("c3")));
@@ -273,9 +245,7 @@ fn dns_from_resolv_conf() {
         let id = format!("c{}", version.replace('.', ""));
         let v = env
             .call("host-local")
-            .verb("ADD", &id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", &id, c.path_str(), "eth0", &conf)
             .success();
         assert_eq!(
             v["dns"],
@@ -290,9 +260,7 @@ fn dns_from_resolv_conf() {
     );
     let msg = env
         .call("host-local")
-        .verb("ADD", "x", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("ADD", "x", c.path_str(), "eth0", &conf)
         .failure(999);
     assert_eq!(msg, "open /nonexistent/resolv.conf: no such file or directory");
 }
@@ -312,9 +280,7 @@ fn config_errors_are_code_999() {
     for (conf, want) in cases {
         let msg = env
             .call("host-local")
-            .verb("ADD", "c1", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", "c1", c.path_str(), "eth0", &conf)
             .failure(999);
         assert_eq!(msg, want);
     }
@@ -330,32 +296,22 @@ fn check_finds_the_reservation() {
         let c = env.container();
         let conf = conf(&env, version, json!({"subnet": "10.1.2.0/24"}));
         env.call("host-local")
-            .verb("ADD", "c1", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", "c1", c.path_str(), "eth0", &conf)
             .success();
         env.call("host-local")
-            .verb("CHECK", "c1", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("CHECK", "c1", c.path_str(), "eth0", &conf)
             .success();
         let msg = env
             .call("host-local")
-            .verb("CHECK", "c2", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("CHECK", "c2", c.path_str(), "eth0", &conf)
             .failure(999);
         assert_eq!(msg, "host-local: Failed to find address added by container c2");
         env.call("host-local")
-            .verb("DEL", "c1", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", "c1", c.path_str(), "eth0", &conf)
             .success();
         let msg = env
             .call("host-local")
-            .verb("CHECK", "c1", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("CHECK", "c1", c.path_str(), "eth0", &conf)
             .failure(999);
         assert_eq!(msg, "host-local: Failed to find address added by container c1");
     }
@@ -368,14 +324,10 @@ fn del_of_an_unknown_id_succeeds_in_every_version() {
         let c = env.container();
         let conf = conf(&env, version, json!({"subnet": "10.1.2.0/24"}));
         env.call("host-local")
-            .verb("DEL", "nobody", c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", "nobody", c.path_str(), "eth0", &conf)
             .success();
         env.call("host-local")
-            .verb("DEL", "nobody", "", "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", "nobody", "", "eth0", &conf)
             .success();
     }
 }
@@ -386,21 +338,15 @@ fn legacy_id_only_file_is_released_by_del_and_found_by_check() {
     let c = env.container();
     let conf = conf(&env, "1.0.0", json!({"subnet": "10.1.2.0/24"}));
     env.call("host-local")
-        .verb("ADD", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
         .success();
     // what an old reference (before ifnames were stored) left behind
     std::fs::write(env.data_dir.join("hlnet/10.1.2.2"), "c1").unwrap();
     env.call("host-local")
-        .verb("CHECK", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("CHECK", "c1", c.path_str(), "eth0", &conf)
         .success();
     env.call("host-local")
-        .verb("DEL", "c1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("DEL", "c1", c.path_str(), "eth0", &conf)
         .success();
     assert!(!env.store("hlnet").contains_key("10.1.2.2"));
 }
@@ -417,9 +363,7 @@ fn status_reports_readiness() {
     env.call("host-local").command("STATUS").config(&conf).run().success();
     for id in ["a", "b"] {
         env.call("host-local")
-            .verb("ADD", id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", id, c.path_str(), "eth0", &conf)
             .success();
     }
     let msg = env.call("host-local").command("STATUS").config(&conf).run().failure(50);
@@ -428,9 +372,7 @@ fn status_reports_readiness() {
         "host-local: no IP addresses available in range set: 10.1.2.5-10.1.2.6"
     );
     env.call("host-local")
-        .verb("DEL", "a", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
+        .exec("DEL", "a", c.path_str(), "eth0", &conf)
         .success();
     env.call("host-local").command("STATUS").config(&conf).run().success();
 
@@ -453,9 +395,7 @@ fn gc_releases_everything_not_valid() {
     let conf = conf(&env, "1.1.0", json!({"subnet": "10.1.2.0/24"}));
     for (id, ifname) in [("c1", "eth0"), ("c1", "eth1"), ("c2", "eth0")] {
         env.call("host-local")
-            .verb("ADD", id, c.path_str(), ifname)
-            .config(&conf)
-            .run()
+            .exec("ADD", id, c.path_str(), ifname, &conf)
             .success();
     }
     std::fs::write(env.data_dir.join("hlnet/10.1.2.50"), "c1").unwrap(); // legacy, c1 is valid
@@ -578,35 +518,15 @@ fn mixed_use_with_the_reference() {
     let theirs = || env.reference("host-local").unwrap();
 
     // the reference allocates, cnibox releases (its index learns of the foreign files)
-    theirs()
-        .verb("ADD", "r1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
-        .success();
-    ours()
-        .verb("DEL", "r1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
-        .success();
+    theirs().exec("ADD", "r1", c.path_str(), "eth0", &conf).success();
+    ours().exec("DEL", "r1", c.path_str(), "eth0", &conf).success();
     assert!(env.store("hlnet").values().all(|v| !v.starts_with("r1")));
 
     // cnibox allocates, the reference releases; cnibox then sees the slot free again
-    ours()
-        .verb("ADD", "o1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
-        .success();
-    theirs()
-        .verb("DEL", "o1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
-        .success();
+    ours().exec("ADD", "o1", c.path_str(), "eth0", &conf).success();
+    theirs().exec("DEL", "o1", c.path_str(), "eth0", &conf).success();
     assert!(env.store("hlnet").values().all(|v| !v.starts_with("o1")));
-    ours()
-        .verb("CHECK", "o1", c.path_str(), "eth0")
-        .config(&conf)
-        .run()
-        .failure(999);
+    ours().exec("CHECK", "o1", c.path_str(), "eth0", &conf).failure(999);
 
     // alternating ADDs never hand out one address twice, and each side sees the other's
     // reservations in the duplicate check
@@ -614,11 +534,7 @@ fn mixed_use_with_the_reference() {
     for i in 0..20 {
         let id = format!("m{i}");
         let call = if i % 2 == 0 { ours() } else { theirs() };
-        let v = call
-            .verb("ADD", &id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
-            .success();
+        let v = call.exec("ADD", &id, c.path_str(), "eth0", &conf).success();
         for ip in v["ips"].as_array().unwrap() {
             assert!(
                 seen.insert(ip["address"].as_str().unwrap().to_string()),
@@ -626,21 +542,14 @@ fn mixed_use_with_the_reference() {
             );
         }
         let other = if i % 2 == 0 { theirs() } else { ours() };
-        let msg = other
-            .verb("ADD", &id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
-            .failure(999);
+        let msg = other.exec("ADD", &id, c.path_str(), "eth0", &conf).failure(999);
         assert!(msg.contains("duplicate allocation is not allowed"), "{msg}");
     }
     // and each side releases what the other allocated
     for i in 0..20 {
         let id = format!("m{i}");
         let call = if i % 2 == 0 { theirs() } else { ours() };
-        call.verb("DEL", &id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
-            .success();
+        call.exec("DEL", &id, c.path_str(), "eth0", &conf).success();
     }
     let left: Vec<String> = store_files(&env.data_dir.join("hlnet")).into_keys().collect();
     assert_eq!(left, ["last_reserved_ip.0", "last_reserved_ip.1", "lock"]);
@@ -659,9 +568,7 @@ fn two_hundred_parallel_adds_then_dels() {
                 s.spawn(move || {
                     let v = env
                         .call("host-local")
-                        .verb("ADD", &format!("p{i}"), ns, "eth0")
-                        .config(conf)
-                        .run()
+                        .exec("ADD", &format!("p{i}"), ns, "eth0", conf)
                         .success();
                     v["ips"][0]["address"].as_str().unwrap().to_string()
                 })
@@ -678,9 +585,7 @@ fn two_hundred_parallel_adds_then_dels() {
             let (env, conf, ns) = (&env, &conf, &ns);
             s.spawn(move || {
                 env.call("host-local")
-                    .verb("DEL", &format!("p{i}"), ns, "eth0")
-                    .config(conf)
-                    .run()
+                    .exec("DEL", &format!("p{i}"), ns, "eth0", conf)
                     .success();
             });
         }
@@ -754,9 +659,7 @@ fn killed_adds_leave_a_consistent_store() {
     for i in 0..10 {
         let v = env
             .call("host-local")
-            .verb("ADD", &format!("f{i}"), c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("ADD", &format!("f{i}"), c.path_str(), "eth0", &conf)
             .success();
         for ip in v["ips"].as_array().unwrap() {
             let addr = ip["address"].as_str().unwrap().split('/').next().unwrap().to_string();
@@ -772,9 +675,7 @@ fn killed_adds_leave_a_consistent_store() {
     // one DEL per attachment frees everything
     for id in (0..60).map(|k| format!("k{k}")).chain((0..10).map(|i| format!("f{i}"))) {
         env.call("host-local")
-            .verb("DEL", &id, c.path_str(), "eth0")
-            .config(&conf)
-            .run()
+            .exec("DEL", &id, c.path_str(), "eth0", &conf)
             .success();
     }
     let left: Vec<String> = store_files(&dir)

@@ -99,11 +99,7 @@ impl World {
     }
 
     fn call_in(&self, verb: &str, c: &Value, netns: &str) -> common::CallOutput {
-        self.env
-            .call("macvlan")
-            .verb(verb, "ctr1", netns, IFNAME)
-            .config(c)
-            .run()
+        self.env.call("macvlan").exec(verb, "ctr1", netns, IFNAME, c)
     }
 
     /// No macvlan left in the container (under any name), no reservation.
@@ -369,9 +365,7 @@ fn two_macvlan_containers_on_one_master_reach_each_other() {
         w.call("ADD", &c).success();
         w.env
             .call("macvlan")
-            .verb("ADD", "ctr2", other.path_str(), IFNAME)
-            .config(&c)
-            .run()
+            .exec("ADD", "ctr2", other.path_str(), IFNAME, &c)
             .success();
         assert!(w.ns.ping("10.1.2.3"), "{version}: ctr1 cannot reach ctr2");
         assert!(other.ping("10.1.2.2"), "{version}: ctr2 cannot reach ctr1");
@@ -716,9 +710,7 @@ fn differential_errors_match_the_reference() {
             .env
             .reference("macvlan")
             .unwrap()
-            .verb("ADD", "ctr1", w.ns.path_str(), IFNAME)
-            .config(c)
-            .run();
+            .exec("ADD", "ctr1", w.ns.path_str(), IFNAME, c);
         let ours = w.call("ADD", c);
         (ours.failure(999), theirs.failure(999))
     };
@@ -744,9 +736,7 @@ fn differential_errors_match_the_reference() {
         .env
         .reference("macvlan")
         .unwrap()
-        .verb("CHECK", "ctr1", w.ns.path_str(), IFNAME)
-        .config(&c)
-        .run();
+        .exec("CHECK", "ctr1", w.ns.path_str(), IFNAME, &c);
     assert_eq!(w.call("CHECK", &c).failure(999), theirs.failure(999));
 }
 
@@ -762,7 +752,7 @@ fn differential_del_without_master() {
     let c = w.conf("1.0.0", json!({}));
     w.call("ADD", &c).success();
     w.env.host.ip(&["link", "del", "mst0"]);
-    let theirs = reference.verb("DEL", "ctr1", w.ns.path_str(), IFNAME).config(&c).run();
+    let theirs = reference.exec("DEL", "ctr1", w.ns.path_str(), IFNAME, &c);
     assert_eq!(theirs.failure(999), "Link not found");
     w.call("DEL", &c).success();
     w.assert_clean("DEL without master");
@@ -856,9 +846,7 @@ fn dual_stack_keeps_dad_and_waits_for_it() {
     assert_eq!(r["ips"].as_array().unwrap().len(), 2, "{r}");
     w.env
         .call("macvlan")
-        .verb("ADD", "ctr2", other.path_str(), IFNAME)
-        .config(&c)
-        .run()
+        .exec("ADD", "ctr2", other.path_str(), IFNAME, &c)
         .success();
     for ns in [&w.ns, &other] {
         assert_eq!(ns.sysctl(&format!("net/ipv6/conf/{IFNAME}/accept_dad")), "1");

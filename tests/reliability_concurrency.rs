@@ -72,14 +72,10 @@ fn run_concurrency(name: &str, applet: &str, conf: fn(&TestEnv, &str, u8) -> Val
     let ns0 = env.container();
     for (_, c) in &nets {
         env.call(applet)
-            .verb("ADD", "warm", ns0.path_str(), "eth0")
-            .config(c)
-            .run()
+            .exec("ADD", "warm", ns0.path_str(), "eth0", c)
             .success();
         env.call(applet)
-            .verb("DEL", "warm", ns0.path_str(), "eth0")
-            .config(c)
-            .run()
+            .exec("DEL", "warm", ns0.path_str(), "eth0", c)
             .success();
     }
     let baseline = (env.host.links(), addrs(&env.host), rules(&env.host));

@@ -96,9 +96,7 @@ fn names_cannot_leave_the_data_dir() {
         for verb in ["ADD", "DEL"] {
             let out = env
                 .call("host-local")
-                .verb(verb, id, ns.path_str(), ifname)
-                .config(&hl_conf(&env, net))
-                .run();
+                .exec(verb, id, ns.path_str(), ifname, &hl_conf(&env, net));
             out.failure(*code);
         }
     }
@@ -106,14 +104,10 @@ fn names_cannot_leave_the_data_dir() {
     let long_id = "b".repeat(5000);
     let out = env
         .call("host-local")
-        .verb("ADD", &long_id, ns.path_str(), "eth0")
-        .config(&hl_conf(&env, "cnet"))
-        .run();
+        .exec("ADD", &long_id, ns.path_str(), "eth0", &hl_conf(&env, "cnet"));
     out.success();
     env.call("host-local")
-        .verb("DEL", &long_id, ns.path_str(), "eth0")
-        .config(&hl_conf(&env, "cnet"))
-        .run()
+        .exec("DEL", &long_id, ns.path_str(), "eth0", &hl_conf(&env, "cnet"))
         .success();
     let after = tree(env.tmp.path());
     for p in changed(&before, &after) {
@@ -225,9 +219,7 @@ fn store_files_are_private_and_planted_symlinks_are_not_followed() {
     std::fs::create_dir_all(&net).unwrap();
     let call = |verb: &str, id: &str, net_name: &str| {
         env.call("host-local")
-            .verb(verb, id, ns.path_str(), "eth0")
-            .config(&hl_conf(&env, net_name))
-            .run()
+            .exec(verb, id, ns.path_str(), "eth0", &hl_conf(&env, net_name))
     };
     // the next IP and last_reserved_ip.0 are symlinks to outside files
     symlink(out_dir.join("target"), net.join("10.1.2.2")).unwrap();
@@ -445,11 +437,13 @@ fn own_network_namespace_is_refused_before_acting() {
                 &["ADD", "DEL"]
             };
             for verb in verbs {
-                let out = env
-                    .call(applet)
-                    .verb(verb, "c1", env.host.path_str(), "eth0")
-                    .config(&plugin_conf(&env, applet, version))
-                    .run();
+                let out = env.call(applet).exec(
+                    verb,
+                    "c1",
+                    env.host.path_str(),
+                    "eth0",
+                    &plugin_conf(&env, applet, version),
+                );
                 let msg = out.failure(8);
                 assert_eq!(
                     msg, "plugin's netns and netns from CNI_NETNS should not be the same",
@@ -484,11 +478,7 @@ fn del_leaves_alone_links_this_attachment_did_not_create() {
             // 1. a link named eth0 of another kind (a bridge device) in the container
             let ns = env.container();
             ns.ip(&["link", "add", "eth0", "type", "bridge"]);
-            let out = env
-                .call(applet)
-                .verb("DEL", "stranger", ns.path_str(), "eth0")
-                .config(&conf)
-                .run();
+            let out = env.call(applet).exec("DEL", "stranger", ns.path_str(), "eth0", &conf);
             out.success();
             assert!(ns.has_link("eth0"), "{applet} {version}: DEL removed a foreign eth0");
             // 2. our attachment in ns1; an eth0 of the same name in ns2 survives our DEL
@@ -496,16 +486,12 @@ fn del_leaves_alone_links_this_attachment_did_not_create() {
             let ns2 = env.container();
             ns2.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "other0"]);
             env.call(applet)
-                .verb("ADD", "c1", ns1.path_str(), "eth0")
-                .config(&conf)
-                .run()
+                .exec("ADD", "c1", ns1.path_str(), "eth0", &conf)
                 .success();
             let mut del_conf = conf.clone();
             let _ = &mut del_conf;
             env.call(applet)
-                .verb("DEL", "c1", ns1.path_str(), "eth0")
-                .config(&del_conf)
-                .run()
+                .exec("DEL", "c1", ns1.path_str(), "eth0", &del_conf)
                 .success();
             assert!(!ns1.has_link("eth0"), "{applet} {version}: our eth0 is gone");
             assert!(

@@ -28,11 +28,7 @@ fn conf(env: &TestEnv, version: &str, extra: Value) -> Value {
 }
 
 fn add(env: &TestEnv, c: &Value, ns: &Netns, id: &str) -> Value {
-    env.call("ptp")
-        .verb("ADD", id, ns.path_str(), "eth0")
-        .config(c)
-        .run()
-        .success()
+    env.call("ptp").exec("ADD", id, ns.path_str(), "eth0", c).success()
 }
 
 fn with_prev(c: &Value, prev: &Value) -> Value {
@@ -109,9 +105,7 @@ fn add_check_del(env: &TestEnv, version: &str, c: &Value) -> Value {
     assert!(env.host.ping("10.1.2.2"), "host cannot reach the container");
     let check = env
         .call("ptp")
-        .verb("CHECK", "ctr1", ns.path_str(), "eth0")
-        .config(&with_prev(c, &r))
-        .run();
+        .exec("CHECK", "ctr1", ns.path_str(), "eth0", &with_prev(c, &r));
     if at_least(version, "0.4.0") {
         check.success();
     } else {
@@ -123,9 +117,7 @@ fn add_check_del(env: &TestEnv, version: &str, c: &Value) -> Value {
         c.clone()
     };
     env.call("ptp")
-        .verb("DEL", "ctr1", ns.path_str(), "eth0")
-        .config(&del_conf)
-        .run()
+        .exec("DEL", "ctr1", ns.path_str(), "eth0", &del_conf)
         .success();
     assert_clean(env, Some(&ns), &format!("{version} after DEL"));
     r
@@ -157,16 +149,12 @@ fn the_veth_applet_is_the_same_plugin() {
     let c = conf(&env, "1.0.0", json!({"type": "veth"}));
     let r = env
         .call("veth")
-        .verb("ADD", "ctr1", ns.path_str(), "eth0")
-        .config(&c)
-        .run()
+        .exec("ADD", "ctr1", ns.path_str(), "eth0", &c)
         .success();
     assert_eq!(r["ips"][0]["address"], "10.1.2.2/24");
     assert!(ns.ping("10.1.2.1"));
     env.call("veth")
-        .verb("DEL", "ctr1", ns.path_str(), "eth0")
-        .config(&c)
-        .run()
+        .exec("DEL", "ctr1", ns.path_str(), "eth0", &c)
         .success();
     assert_clean(&env, Some(&ns), "veth applet");
 }
@@ -193,11 +181,7 @@ fn ip_masq_backends() {
                     );
                 }
             }
-            env.call("ptp")
-                .verb("DEL", "ctr1", ns.path_str(), "eth0")
-                .config(&c)
-                .run()
-                .success();
+            env.call("ptp").exec("DEL", "ctr1", ns.path_str(), "eth0", &c).success();
             assert_clean(&env, Some(&ns), &format!("{version} {backend}"));
         }
     }
@@ -264,15 +248,11 @@ fn dual_stack_ptp_link_with_routes() {
         };
         if at_least(version, "0.4.0") {
             env.call("ptp")
-                .verb("CHECK", "ctr1", ns.path_str(), "eth0")
-                .config(&del_conf)
-                .run()
+                .exec("CHECK", "ctr1", ns.path_str(), "eth0", &del_conf)
                 .success();
         }
         env.call("ptp")
-            .verb("DEL", "ctr1", ns.path_str(), "eth0")
-            .config(&del_conf)
-            .run()
+            .exec("DEL", "ctr1", ns.path_str(), "eth0", &del_conf)
             .success();
         assert_clean(&env, Some(&ns), version);
     }
@@ -351,11 +331,7 @@ fn deconfigures_an_unconfigured_ptp_link_with_del() {
         let env = TestEnv::new();
         let ns = env.container();
         let c = conf(&env, version, json!({}));
-        env.call("ptp")
-            .verb("DEL", "ctr1", ns.path_str(), "eth0")
-            .config(&c)
-            .run()
-            .success();
+        env.call("ptp").exec("DEL", "ctr1", ns.path_str(), "eth0", &c).success();
         assert_clean(&env, Some(&ns), version);
     }
 }
@@ -405,9 +381,7 @@ fn del_is_idempotent_in_every_state() {
             };
             for round in 1..=2 {
                 env.call("ptp")
-                    .verb("DEL", "ctr1", &del_netns, "eth0")
-                    .config(&del_conf)
-                    .run()
+                    .exec("DEL", "ctr1", &del_netns, "eth0", &del_conf)
                     .success();
                 let what = format!("{version} {state:?} DEL #{round}");
                 if matches!(state, State::NetnsPathEmptyNoPrevResult)
@@ -441,9 +415,7 @@ fn del_without_netns_leaves_other_attachments_alone() {
     let mut forged = ra.clone();
     forged["interfaces"][0]["name"] = rb["interfaces"][0]["name"].clone();
     env.call("ptp")
-        .verb("DEL", "ctrA", "", "eth0")
-        .config(&with_prev(&c, &forged))
-        .run()
+        .exec("DEL", "ctrA", "", "eth0", &with_prev(&c, &forged))
         .success();
     assert!(b.has_link("eth0"), "ctrB's pair was deleted");
     assert!(b.ping("10.1.2.1"));
@@ -456,11 +428,7 @@ fn container_name_collision_is_an_error_and_leaves_nothing() {
         let ns = env.container();
         ns.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "other0"]);
         let c = conf(&env, version, json!({}));
-        let out = env
-            .call("ptp")
-            .verb("ADD", "ctr1", ns.path_str(), "eth0")
-            .config(&c)
-            .run();
+        let out = env.call("ptp").exec("ADD", "ctr1", ns.path_str(), "eth0", &c);
         assert_eq!(
             out.failure(999),
             "container veth name provided (eth0) already exists",
@@ -480,7 +448,7 @@ fn container_name_collision_is_an_error_and_leaves_nothing() {
 fn add_error_paths() {
     let env = TestEnv::new();
     let ns = env.container();
-    let run = |c: &Value, netns: &str| env.call("ptp").verb("ADD", "ctr1", netns, "eth0").config(c).run();
+    let run = |c: &Value, netns: &str| env.call("ptp").exec("ADD", "ctr1", netns, "eth0", c);
 
     let out = run(&conf(&env, "1.0.0", json!({})), "/run/netns/cnibox-does-not-exist");
     let msg = out.failure(999);
@@ -525,12 +493,7 @@ fn check_error_paths() {
         let ns = env.container();
         let c = conf(&env, version, json!({}));
         let r = add(&env, &c, &ns, "ctr1");
-        let check = |cfg: &Value| {
-            env.call("ptp")
-                .verb("CHECK", "ctr1", ns.path_str(), "eth0")
-                .config(cfg)
-                .run()
-        };
+        let check = |cfg: &Value| env.call("ptp").exec("CHECK", "ctr1", ns.path_str(), "eth0", cfg);
         assert_eq!(check(&c).failure(999), "ptp: Required prevResult missing");
 
         let mut bad = r.clone();
@@ -671,9 +634,7 @@ fn differential(version: &str, extra: &Value) -> Option<(Outcome, Outcome)> {
     let ref_ns = ref_env.container();
     let ref_conf = conf(&ref_env, version, extra.clone());
     let ref_result = reference
-        .verb("ADD", "ctr1", ref_ns.path_str(), "eth0")
-        .config(&ref_conf)
-        .run()
+        .exec("ADD", "ctr1", ref_ns.path_str(), "eth0", &ref_conf)
         .success();
     let theirs = outcome(&ref_env, &ref_ns, &ref_result);
 
@@ -693,10 +654,7 @@ fn differential(version: &str, extra: &Value) -> Option<(Outcome, Outcome)> {
         } else {
             cfg.clone()
         };
-        call.verb("DEL", "ctr1", ns.path_str(), "eth0")
-            .config(&cfg)
-            .run()
-            .success();
+        call.exec("DEL", "ctr1", ns.path_str(), "eth0", &cfg).success();
         assert_clean(e, Some(ns), &format!("{version} DEL"));
     };
     del(&ref_env, ref_env.reference("ptp")?, &ref_conf, &ref_ns, &ref_result);
@@ -776,24 +734,14 @@ fn differential_errors_match_the_reference() {
     let ns = env.container();
     ns.ip(&["link", "add", "eth0", "type", "veth", "peer", "name", "other0"]);
     let c = conf(&env, "1.0.0", json!({}));
-    let theirs = reference.verb("ADD", "ctr1", ns.path_str(), "eth0").config(&c).run();
-    let ours = env
-        .call("ptp")
-        .verb("ADD", "ctr1", ns.path_str(), "eth0")
-        .config(&c)
-        .run();
+    let theirs = reference.exec("ADD", "ctr1", ns.path_str(), "eth0", &c);
+    let ours = env.call("ptp").exec("ADD", "ctr1", ns.path_str(), "eth0", &c);
     assert_eq!(ours.failure(999), theirs.failure(999));
     let theirs = env
         .reference("ptp")
         .unwrap()
-        .verb("CHECK", "ctr1", ns.path_str(), "eth0")
-        .config(&c)
-        .run();
-    let ours = env
-        .call("ptp")
-        .verb("CHECK", "ctr1", ns.path_str(), "eth0")
-        .config(&c)
-        .run();
+        .exec("CHECK", "ctr1", ns.path_str(), "eth0", &c);
+    let ours = env.call("ptp").exec("CHECK", "ctr1", ns.path_str(), "eth0", &c);
     assert_eq!(ours.failure(999), theirs.failure(999));
 }
 
@@ -866,11 +814,7 @@ fn ipam_results_without_gateway_or_addresses_are_released() {
         let ns = env.container();
         let record = fake_ipam(&env, &result);
         let c = conf(&env, "1.0.0", json!({"ipam": {"type": "fake-ipam"}}));
-        let out = env
-            .call("ptp")
-            .verb("ADD", "ctr1", ns.path_str(), "eth0")
-            .config(&c)
-            .run();
+        let out = env.call("ptp").exec("ADD", "ctr1", ns.path_str(), "eth0", &c);
         assert_eq!(out.failure(999), want);
         assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n", "{want}");
         assert!(!ns.has_link("eth0"));

@@ -118,8 +118,9 @@ impl Dns {
     }
 }
 
-/// `dst` with the host bits cleared: routes name networks.
-fn network_of(net: IpNetwork) -> IpNetwork {
+/// The network an address lies in (host bits cleared): routes, masquerade rules and CHECK
+/// name networks.
+pub fn network_of(net: IpNetwork) -> IpNetwork {
     IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
 }
 
@@ -489,8 +490,8 @@ fn create(factory_version: &str, obj: &Map<String, Value>, declared: &str) -> Re
     let family = version::family(factory_version)
         .ok_or_else(|| Error::internal(format!("unsupported CNI result version {}", go_quote(factory_version))))?;
     let mut result = match family {
-        Family::V1 => decode_v1(obj)?,
-        Family::V04 => decode_v04(obj)?,
+        Family::V1 => decode_listed(obj, true)?,
+        Family::V04 => decode_listed(obj, false)?,
         Family::V02 => decode_v02(obj)?,
     };
     let accepted = family.accepted_versions();
@@ -572,21 +573,12 @@ fn decode_list<T>(
         .collect()
 }
 
-fn decode_v1(obj: &Map<String, Value>) -> Result<CniResult, Error> {
+/// 0.3.x, 0.4.0 and 1.x share one shape: the per-IP `version` of 0.3/0.4 is implied by the
+/// address, and only 1.x interfaces carry the 1.1 fields (mtu, socketPath, pciID).
+fn decode_listed(obj: &Map<String, Value>, interface_1_1_fields: bool) -> Result<CniResult, Error> {
     Ok(CniResult {
         cni_version: String::new(),
-        interfaces: decode_list(obj, "interfaces", |v| decode_interface(v, true))?,
-        ips: decode_list(obj, "ips", decode_ip)?,
-        routes: decode_list(obj, "routes", decode_route)?,
-        dns: decode_dns(obj)?,
-    })
-}
-
-/// 0.3.x/0.4.0: the per-IP `version` is implied by the address; interfaces have no 1.1 fields.
-fn decode_v04(obj: &Map<String, Value>) -> Result<CniResult, Error> {
-    Ok(CniResult {
-        cni_version: String::new(),
-        interfaces: decode_list(obj, "interfaces", |v| decode_interface(v, false))?,
+        interfaces: decode_list(obj, "interfaces", |v| decode_interface(v, interface_1_1_fields))?,
         ips: decode_list(obj, "ips", decode_ip)?,
         routes: decode_list(obj, "routes", decode_route)?,
         dns: decode_dns(obj)?,

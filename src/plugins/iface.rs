@@ -1,11 +1,10 @@
 //! Putting an IPAM result on the container interface, and checking later that it is still
 //! there: the reference plugins' `ipam.ConfigureIface` and `ip.ValidateExpected*`.
-use crate::cni::result::{IpConfig, Route};
+use crate::cni::result::{network_of, IpConfig, Route};
 use crate::cni::{CniResult, Error};
 use crate::netlink::{AddrOptions, Family, Handle, Link, RouteSpec, Scope};
 use crate::netns::Netns;
 use crate::sysctl;
-use ipnetwork::IpNetwork;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -23,8 +22,8 @@ pub fn lookup(h: &Handle, ifname: &str) -> Result<Link, Error> {
 /// Add the result's addresses (those whose `interface` index names `ifname`), bring the link
 /// up, wait for IPv6 DAD when there is an IPv6 gateway, and add the result's routes (a route
 /// without a gateway uses the first gateway of its family). `ns` is the namespace `h` is in
-/// (sysctls are written there).
-pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Result<(), Error> {
+/// (sysctls are written there). Returns the link, so callers need not look it up again.
+pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Result<Link, Error> {
     if result.interfaces.is_empty() {
         return Err(Error::internal("no interfaces to configure"));
     }
@@ -71,7 +70,7 @@ pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Re
             Error::internal(format!("failed to add route '{} via {via} dev {ifname}': {e}", r.dst))
         })?;
     }
-    Ok(())
+    Ok(link)
 }
 
 /// `disable_ipv6=0` on lo and the interface (only where it is not already 0), and keep
@@ -108,7 +107,7 @@ pub fn check_addresses(h: &Handle, ifname: &str, ips: &[IpConfig]) -> Result<(),
                 ip.address
             )));
         }
-        let prefix = IpNetwork::new(ip.address.network(), ip.address.prefix()).expect("valid prefix");
+        let prefix = network_of(ip.address);
         let family = if prefix.is_ipv4() { Family::V4 } else { Family::V6 };
         if !h.routes(family)?.iter().any(|r| r.dst == prefix) {
             let gw = ip.gateway.map(|g| g.to_string()).unwrap_or_else(|| "<nil>".into());

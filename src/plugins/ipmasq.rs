@@ -13,6 +13,7 @@
 //! a netns (and without a prevResult) still remove the rules.
 pub use super::firewall::Error;
 use super::firewall::{self, err, nft_quote, nft_run, tool_available};
+use crate::cni::result::network_of;
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
 use std::process::{Command, Stdio};
@@ -171,7 +172,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     let c = comment(att);
     for a in addrs {
         let fam = family_keyword(a);
-        let subnet = IpNetwork::new(a.network(), a.prefix()).expect("prefix of a valid network");
+        let subnet = network_of(*a);
         tx.push_str(&format!(
             "add rule inet {TABLE} {CHECKS_CHAIN} {fam} saddr == {} {fam} daddr != {subnet} masquerade comment {}\n",
             a.ip(),
@@ -229,9 +230,7 @@ fn ipt_setup(att: Attachment, addr: &IpNetwork) -> Result<(), Error> {
     let chain = iptables_chain(att);
     let comment = iptables_comment(att);
     let multicast = if addr.is_ipv4() { "224.0.0.0/4" } else { "ff00::/8" };
-    let subnet = IpNetwork::new(addr.network(), addr.prefix())
-        .expect("prefix of a valid network")
-        .to_string();
+    let subnet = network_of(*addr).to_string();
     // Another ADD of the same network may create the chain at the same time: "exists" is fine.
     if let Err(e) = ipt(tool, &["-N", &chain]) {
         if !e.contains("already exists") {

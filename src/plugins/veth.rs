@@ -10,7 +10,7 @@ use super::teardown::Teardown;
 use super::{container_link, iface, ipmasq, l3};
 use crate::cni::config as cniconf;
 use crate::cni::json;
-use crate::cni::result::{Dns, Interface, IpConfig};
+use crate::cni::result::{network_of, Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethSpec};
 use crate::netns::Netns;
@@ -76,10 +76,6 @@ fn open_netns(path: &str) -> Result<Netns, Error> {
 fn host_prefix(ip: IpAddr) -> IpNetwork {
     let bits = if ip.is_ipv4() { 32 } else { 128 };
     IpNetwork::new(ip, bits).expect("full-length prefix is valid")
-}
-
-fn subnet_of(ip: &IpConfig) -> IpNetwork {
-    IpNetwork::new(ip.address.network(), ip.address.prefix()).expect("prefix of a valid network")
 }
 
 impl Plugin for Veth {
@@ -294,11 +290,10 @@ fn configure_container(ns: &Netns, cont: &Handle, ifname: &str, result: &CniResu
             _ => {}
         }
     }
-    iface::configure(ns, cont, ifname, result)?;
-    let index = iface::lookup(cont, ifname)?.index;
+    let index = iface::configure(ns, cont, ifname, result)?.index;
     for ip in &result.ips {
         let gw = ip.gateway.expect("checked after IPAM ADD");
-        let subnet = subnet_of(ip);
+        let subnet = network_of(ip.address);
         let mut kernel_route = RouteSpec::new(subnet);
         kernel_route.oif = Some(index);
         match cont.delete_route(&kernel_route) {

@@ -344,6 +344,18 @@ impl Call {
             .env("CNI_IFNAME", ifname)
     }
 
+    /// ADD/DEL/CHECK with the usual variables and `conf` on stdin, run.
+    pub fn exec(
+        self,
+        verb: &str,
+        container_id: &str,
+        netns: &str,
+        ifname: &str,
+        conf: &serde_json::Value,
+    ) -> CallOutput {
+        self.verb(verb, container_id, netns, ifname).config(conf).run()
+    }
+
     pub fn stdin(mut self, s: impl Into<Vec<u8>>) -> Self {
         self.stdin = s.into();
         self
