@@ -25,6 +25,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+# Several test runs may install at once: wait for the dpkg lock instead of failing.
+APT="apt-get -o DPkg::Lock::Timeout=600"
+$APT update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+$APT install -y -qq --no-install-recommends $missing >/dev/null
