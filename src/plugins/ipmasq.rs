@@ -11,8 +11,8 @@
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules.
-pub use super::firewall::Error;
-use super::firewall::{self, err, nft_quote, nft_run, tool_available};
+pub use super::firewall_tools::Error;
+use super::firewall_tools::{self, err, nft_quote, nft_run, tool_available};
 use crate::cni::result::network_of;
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
@@ -184,7 +184,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 
 /// (handle, comment) of every rule in `masq_checks`; none when the table is missing.
 fn nft_rules() -> Result<Vec<(u64, String)>, Error> {
-    firewall::nft_commented_rules("inet", TABLE, CHECKS_CHAIN)
+    firewall_tools::nft_commented_rules("inet", TABLE, CHECKS_CHAIN)
 }
 
 fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {

@@ -10,11 +10,11 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`firewall`]: running nft and iptables.
+//! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 pub mod bridge;
 pub mod container_link;
-pub mod firewall;
+pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;

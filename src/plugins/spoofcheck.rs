@@ -9,8 +9,8 @@
 //! the container MAC and drops the rest. Every rule carries the comment `macspoofchk-<id>`.
 //!
 //! Setup and teardown are one nft transaction each.
-pub use super::firewall::Error;
-use super::firewall::{self, err, nft_json, nft_quote as quote, nft_run};
+pub use super::firewall_tools::Error;
+use super::firewall_tools::{self, err, nft_json, nft_quote as quote, nft_run};
 
 const FAMILY: &str = "bridge";
 const TABLE: &str = "nat";
@@ -70,7 +70,7 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
 /// Remove the attachment's base-chain rule and both of its chains. Whatever is already gone
 /// (table, chains, rules, or nft itself) is not an error.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    if !firewall::tool_available("nft") {
+    if !firewall_tools::tool_available("nft") {
         return Ok(());
     }
     let Some(chains) = chains()? else {
@@ -113,7 +113,7 @@ fn chains() -> Result<Option<Vec<String>>, Error> {
 
 /// Handles of the base-chain rules carrying `comment`.
 fn base_rules(comment: &str) -> Result<Vec<u64>, Error> {
-    Ok(firewall::nft_commented_rules(FAMILY, TABLE, BASE_CHAIN)?
+    Ok(firewall_tools::nft_commented_rules(FAMILY, TABLE, BASE_CHAIN)?
         .into_iter()
         .filter(|(_, c)| c == comment)
         .map(|(h, _)| h)
