@@ -12,16 +12,15 @@ use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{network_of, Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethSpec};
+use crate::netlink::{
+    self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
+};
 use crate::netns::Netns;
 use crate::sysctl;
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
 
 pub struct Veth;
-
-/// How many random host names are tried before giving up (as the reference).
-const HOST_NAME_ATTEMPTS: usize = 10;
 
 /// The plugin's own config keys (IPAM reads its section itself).
 struct Conf {
@@ -233,34 +232,27 @@ fn create_pair<T: Transport>(
     mtu: Option<u32>,
 ) -> Result<(Link, MacAddr), Error> {
     let random = |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
-    for _ in 0..HOST_NAME_ATTEMPTS {
-        let name = netlink::random_veth_name().map_err(|e| random("veth name", e))?;
-        let mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
-        let peer_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
-        let spec = VethSpec {
-            name: &name,
-            peer_name: ifname,
-            peer_netns: Some(ns),
-            mtu,
-            mac: Some(mac),
-            peer_mac: Some(peer_mac),
-            master: None,
-        };
-        match host.create_veth(&spec) {
-            Ok(link) => return Ok((link, peer_mac)),
-            // create_veth names the peer when the clash is on the container side
-            Err(e) if e.is_exists() && e.object().starts_with("peer ") => {
-                return Err(Error::internal(format!(
-                    "container veth name provided ({ifname}) already exists"
-                )))
-            }
-            Err(e) if e.is_exists() => continue,
-            Err(e) => return Err(e.into()),
-        }
+    let mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+    let peer_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+    let spec = VethSpec {
+        peer_name: ifname,
+        peer_netns: Some(ns),
+        mtu,
+        mac: Some(mac),
+        peer_mac: Some(peer_mac),
+        ..Default::default()
+    };
+    match host.create_veth_random_name(&spec) {
+        Ok(link) => Ok((link, peer_mac)),
+        Err(VethError::PeerExists) => Err(Error::internal(format!(
+            "container veth name provided ({ifname}) already exists"
+        ))),
+        Err(VethError::NoUniqueName { attempts }) => Err(Error::internal(format!(
+            "failed to find a unique host veth name for {ifname} in {attempts} attempts"
+        ))),
+        Err(VethError::Random(e)) => Err(random("veth name", e)),
+        Err(VethError::Netlink(e)) => Err(e.into()),
     }
-    Err(Error::internal(format!(
-        "failed to find a unique host veth name for {ifname} in {HOST_NAME_ATTEMPTS} attempts"
-    )))
 }
 
 /// Host end up, router advertisements off (the plugin owns its routes), and no DAD for
@@ -485,13 +477,13 @@ mod tests {
     fn host_names_run_out_after_the_attempts() {
         let ns = Netns::current().unwrap();
         let fake = FakeTransport::new();
-        for _ in 0..HOST_NAME_ATTEMPTS {
+        for _ in 0..netlink::VETH_NAME_ATTEMPTS {
             fake.push_errno(libc::EEXIST);
             fake.push_links(&[link("veth00000000")]);
         }
         let h = Handle::with_transport(fake);
         let e = create_pair(&h, &ns, "eth0", None).unwrap_err();
         assert_eq!(e.msg, "failed to find a unique host veth name for eth0 in 10 attempts");
-        assert_eq!(h.transport().requests().len(), 2 * HOST_NAME_ATTEMPTS);
+        assert_eq!(h.transport().requests().len(), 2 * netlink::VETH_NAME_ATTEMPTS);
     }
 }
