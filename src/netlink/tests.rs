@@ -647,7 +647,7 @@ fn a_random_host_name_clash_is_retried_and_a_peer_clash_is_typed() {
     assert_eq!(names.len(), 2);
     assert_ne!(names[0], names[1], "a fresh name after a clash");
     for n in &names {
-        assert!(n.starts_with("veth") && n.len() == 13, "random host name {n:?}");
+        assert!(n.starts_with("veth") && n.len() == 12, "random host name {n:?}");
     }
 
     let h = handle();
