@@ -15,6 +15,7 @@
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
 pub mod bridge;
+pub mod check;
 pub mod container_link;
 pub mod firewall_tools;
 pub mod iface;

@@ -4,8 +4,7 @@
 use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
-    self, AddrOptions, BridgeSpec, Family, Handle, Link, MacAddr, OperState, PortFlags, PortVlan, VethError,
-    VethSpec,
+    self, AddrOptions, BridgeSpec, Family, Handle, Link, MacAddr, OperState, PortFlags, PortVlan, VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
