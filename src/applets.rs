@@ -45,6 +45,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "loopback",
+        summary: "bring up lo in the container (containerd and CRI-O run it for every pod)",
+        kind: Kind::Plugin(&crate::plugins::loopback::Loopback),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

@@ -11,6 +11,7 @@ const EXPECTED: &[&str] = &[
     "veth",
     "ptp",
     "macvlan",
+    "loopback",
     "host-local",
     "cnitool",
     "oci-hook",

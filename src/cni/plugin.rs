@@ -103,6 +103,10 @@ pub trait Plugin: Sync {
     fn add(&self, req: &Request) -> Result<CniResult, Error>;
     fn del(&self, req: &Request) -> Result<(), Error>;
     fn check(&self, req: &Request) -> Result<(), Error>;
+    /// The spec versions this plugin speaks (skel's `versionInfo`), oldest first.
+    fn versions(&self) -> &'static [&'static str] {
+        version::SUPPORTED
+    }
     /// Default: ready (what skel answers for a plugin without STATUS).
     fn status(&self, _req: &Request) -> Result<(), Error> {
         Ok(())
@@ -178,7 +182,7 @@ fn dispatch(
             let _ = writeln!(
                 stderr,
                 "CNI protocol versions supported: {}",
-                version::SUPPORTED.join(", ")
+                plugin.versions().join(", ")
             );
             return Ok(());
         }
@@ -186,7 +190,7 @@ fn dispatch(
     };
     // VERSION needs no config: stdin is not even read
     if environment.command == "VERSION" {
-        return write_version(stdout);
+        return write_version(plugin, stdout);
     }
 
     let stdin_bytes = read_stdin(stdin)?;
@@ -205,10 +209,10 @@ fn dispatch(
     let conf_version = decode_version(&config)?;
     remember_version(cni_version, &conf_version);
     match command {
-        Command::Add | Command::Del => version::check_supported(&conf_version)?,
-        Command::Check => version::check_verb(&conf_version, "CHECK", version::CHECK_MIN)?,
-        Command::Status => version::check_verb(&conf_version, "STATUS", version::STATUS_GC_MIN)?,
-        Command::Gc => version::check_verb(&conf_version, "GC", version::STATUS_GC_MIN)?,
+        Command::Add | Command::Del => version::check_supported_in(&conf_version, plugin.versions())?,
+        Command::Check => version::check_verb_in(&conf_version, "CHECK", version::CHECK_MIN, plugin.versions())?,
+        Command::Status => version::check_verb_in(&conf_version, "STATUS", version::STATUS_GC_MIN, plugin.versions())?,
+        Command::Gc => version::check_verb_in(&conf_version, "GC", version::STATUS_GC_MIN, plugin.versions())?,
         Command::Version => {}
     }
     if matches!(command, Command::Add | Command::Del | Command::Check)
@@ -247,13 +251,13 @@ fn dispatch(
         Command::Check => plugin.check(&req),
         Command::Status => plugin.status(&req),
         Command::Gc => plugin.gc(&req),
-        Command::Version => write_version(stdout),
+        Command::Version => write_version(plugin, stdout),
     }
 }
 
-fn write_version(stdout: &mut dyn Write) -> Result<(), Error> {
+fn write_version(plugin: &dyn Plugin, stdout: &mut dyn Write) -> Result<(), Error> {
     stdout
-        .write_all(version::version_reply().as_bytes())
+        .write_all(version::version_reply_for(plugin.versions()).as_bytes())
         .and_then(|_| stdout.flush())
         .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")))
 }

@@ -62,6 +62,18 @@ pub enum OperState {
 }
 
 impl OperState {
+    pub(crate) fn to_raw(self) -> u8 {
+        match self {
+            OperState::Unknown => 0,
+            OperState::NotPresent => 1,
+            OperState::Down => 2,
+            OperState::LowerLayerDown => 3,
+            OperState::Testing => 4,
+            OperState::Dormant => 5,
+            OperState::Up => 6,
+        }
+    }
+
     fn from_raw(n: u8) -> OperState {
         match n {
             1 => OperState::NotPresent,

@@ -1,8 +1,9 @@
-//! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
+//! The plugin applets (bridge, veth alias ptp, macvlan, loopback) and the pieces they share.
 //!
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`loopback`]: `lo` up in the container.
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -12,13 +13,16 @@
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
+//! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
 pub mod bridge;
 pub mod container_link;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
+pub mod loopback;
 pub mod macvlan;
+pub mod netns_open;
 pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;
