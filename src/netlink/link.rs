@@ -8,11 +8,10 @@ use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 use neli::FromBytesWithInput;
 
-use super::create::MacvlanMode;
 use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
 use super::transport::{Message, Transport};
-use super::types::MacAddr;
+use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr};
 use crate::netns::Netns;
 

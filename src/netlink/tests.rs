@@ -1,4 +1,5 @@
 //! Request encoding and reply handling, checked against the fake transport (no root needed).
+use super::testing::*;
 use super::wire::*;
 use super::*;
 
