@@ -8,11 +8,10 @@ use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 use neli::FromBytesWithInput;
 
-use super::create::MacvlanMode;
 use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
 use super::transport::{Message, Transport};
-use super::types::MacAddr;
+use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr};
 use crate::netns::Netns;
 
@@ -67,6 +66,18 @@ pub enum OperState {
 }
 
 impl OperState {
+    pub(crate) fn to_raw(self) -> u8 {
+        match self {
+            OperState::Unknown => 0,
+            OperState::NotPresent => 1,
+            OperState::Down => 2,
+            OperState::LowerLayerDown => 3,
+            OperState::Testing => 4,
+            OperState::Dormant => 5,
+            OperState::Up => 6,
+        }
+    }
+
     fn from_raw(n: u8) -> OperState {
         match n {
             1 => OperState::NotPresent,

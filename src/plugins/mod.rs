@@ -29,3 +29,24 @@ pub mod spoofcheck;
 pub mod teardown;
 pub mod tuning;
 pub mod veth;
+
+// The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
+// layers below know nothing of the CNI protocol; a plugin reports their failures as plain
+// errors (code 999) whose message names the operation and object, as the reference does.
+impl From<crate::netlink::Error> for crate::cni::Error {
+    fn from(e: crate::netlink::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::netns::Error> for crate::cni::Error {
+    fn from(e: crate::netns::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::sysctl::Error> for crate::cni::Error {
+    fn from(e: crate::sysctl::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
