@@ -18,6 +18,10 @@
 //! bridge, macvlan), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
 //! `names` (random veth names), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
+//!
+//! Netfilter has its own socket family: [`netfilter`] (the `NETLINK_NETFILTER` socket, the
+//! nfnetlink header and batches, shared by nf_tables and conntrack) and [`nftables`]
+//! (tables, chains, rules, and the rule shapes the plugins use).
 mod address;
 mod bridge_port;
 mod create;
@@ -25,6 +29,8 @@ mod error;
 mod handle;
 mod link;
 mod names;
+pub mod netfilter;
+pub mod nftables;
 mod route;
 mod transport;
 mod types;
