@@ -3,6 +3,7 @@
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -11,9 +12,11 @@
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
+//! * [`xtables`]: iptables-save and one iptables-restore per family and change.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 pub mod bridge;
 pub mod container_link;
+pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
@@ -23,3 +26,4 @@ pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;
 pub mod veth;
+pub mod xtables;
