@@ -630,3 +630,185 @@ fn gc_and_status_succeed() {
     env.call("firewall").command("GC").config(&conf).run().success();
     env.call("firewall").command("STATUS").config(&conf).run().success();
 }
+
+// ---------------------------------------------------------------------------------------
+// The DEL matrix: every situation a runtime can produce, per version and policy.
+
+#[derive(Clone, Copy, Debug)]
+enum Cell {
+    Normal,
+    Repeated,
+    EmptyNetns,
+    NetnsDeleted,
+    PrevResultOfAnotherVersion,
+    /// cnitool's chain (bridge + firewall) with its cache: prevResult from the cache.
+    ThroughCnitool,
+    /// A corrupt cache: the chain's DEL comes without prevResult.
+    CorruptCache,
+}
+
+fn cnitool(lab: &Lab, conf_dir: &std::path::Path, verb: &str, id: &str, ns: &Netns) -> CallOutput {
+    lab.env
+        .tool("cnitool")
+        .args([verb, NET, ns.path_str(), "--container-id", id])
+        .env("NETCONFPATH", conf_dir.to_str().unwrap())
+        .env("CNI_PATH", lab.env.bin_dir.to_str().unwrap())
+        .env("CNI_CACHE_DIR", lab.env.cache_dir.to_str().unwrap())
+        .run()
+}
+
+#[test]
+fn del_matrix() {
+    let lab = Lab::new("DROP");
+    let conf_dir = lab.env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    // the baseline: what a clean ADD+DEL leaves (the shared chains and jumps, as the reference)
+    let warm = fw_conf("1.0.0", json!({}), &prev("1.0.0"));
+    fw(&lab.env, "ADD", "warm", &warm).success();
+    fw(&lab.env, "DEL", "warm", &warm).success();
+    let baseline = state(&lab.env.host);
+    let cells = [
+        Cell::Normal,
+        Cell::Repeated,
+        Cell::EmptyNetns,
+        Cell::NetnsDeleted,
+        Cell::PrevResultOfAnotherVersion,
+        Cell::ThroughCnitool,
+        Cell::CorruptCache,
+    ];
+    let mut n = 0;
+    for version in ["0.4.0", "1.0.0", "1.1.0"] {
+        for policy in ["open", "same-bridge"] {
+            for cell in cells {
+                n += 1;
+                let id = format!("dm{n}");
+                let what = format!("{version} {policy} {cell:?}");
+                let extra = json!({ "ingressPolicy": policy });
+                let c = fw_conf(version, extra.clone(), &prev(version));
+                // the per-bridge isolation rules stay on DEL (other containers may use the bridge)
+                let now = || {
+                    let mut now = state(&lab.env.host);
+                    now.0.retain(|l| !l.contains("ISOLATION"));
+                    now.1.retain(|l| !l.contains("ISOLATION"));
+                    now
+                };
+                let del = |netns: &str, conf: &Value| {
+                    let out = lab.env.call("firewall").exec("DEL", &id, netns, "eth0", conf);
+                    assert!(out.ok(), "{what}: {out:?}");
+                };
+                match cell {
+                    Cell::ThroughCnitool | Cell::CorruptCache => {
+                        let mut bridge = lab.bridge_conf(NET, "fwbr0", 5);
+                        bridge.as_object_mut().unwrap().remove("name");
+                        let mut firewall = extra.clone();
+                        firewall["type"] = json!("firewall");
+                        let list = json!({"cniVersion": version, "name": NET, "plugins": [bridge, firewall]});
+                        std::fs::write(conf_dir.join("fw.conflist"), list.to_string()).unwrap();
+                        let ns = lab.env.container();
+                        let added = cnitool(&lab, &conf_dir, "add", &id, &ns);
+                        assert!(added.ok(), "{what}: {added:?}");
+                        assert!(ns.ping(OUTSIDE4), "{what}: the chain's ADD did not open the firewall");
+                        let cached = lab.env.cache_dir.join("results").join(format!("{NET}-{id}-eth0"));
+                        let corrupt = matches!(cell, Cell::CorruptCache);
+                        if corrupt {
+                            let bytes = std::fs::read(&cached).unwrap();
+                            std::fs::write(&cached, &bytes[..bytes.len() / 2]).unwrap();
+                        }
+                        let out = cnitool(&lab, &conf_dir, "del", &id, &ns);
+                        assert!(out.ok(), "{what}: {out:?}");
+                        if corrupt {
+                            // without prevResult no rule can be found: the reference's layout
+                            // names addresses only. What stays is exactly that address's pair.
+                            let ip = addr_of(&added.json(), false);
+                            let left: Vec<String> = now().0.into_iter().filter(|l| !baseline.0.contains(l)).collect();
+                            assert_eq!(left.len(), 2, "{what}: {left:?}");
+                            assert!(left.iter().all(|l| l.contains(&format!("{ip}/32"))), "{what}: {left:?}");
+                            let prev = fw_conf(version, extra.clone(), &added.json());
+                            del(ns.path_str(), &prev);
+                        }
+                        assert_eq!(now(), baseline, "{what}: rules left behind");
+                        continue;
+                    }
+                    _ => {}
+                }
+                fw(&lab.env, "ADD", &id, &c).success();
+                match cell {
+                    Cell::Normal => del("/run/netns/gone", &c),
+                    Cell::Repeated => {
+                        del("/run/netns/gone", &c);
+                        del("/run/netns/gone", &c);
+                        del("/run/netns/gone", &fw_conf(version, extra.clone(), &Value::Null));
+                    }
+                    Cell::EmptyNetns => del("", &c),
+                    Cell::NetnsDeleted => {
+                        let ns = lab.env.container();
+                        let path = ns.path_str().to_string();
+                        drop(ns);
+                        del(&path, &c);
+                    }
+                    Cell::PrevResultOfAnotherVersion => {
+                        let other = if version == "0.4.0" { "1.0.0" } else { "0.4.0" };
+                        let p = cnibox::cni::CniResult::from_json(&prev(version))
+                            .unwrap()
+                            .to_json(other)
+                            .unwrap();
+                        del("/run/netns/gone", &fw_conf(version, extra.clone(), &p));
+                    }
+                    Cell::ThroughCnitool | Cell::CorruptCache => unreachable!(),
+                }
+                assert_eq!(now(), baseline, "{what}: rules left behind");
+            }
+        }
+    }
+    // configs older than 0.4.0 are refused on DEL too, as the reference does
+    let old = fw_conf("0.3.1", json!({}), &prev("0.3.1"));
+    fw(&lab.env, "DEL", "old", &old).failure(1);
+}
+
+/// plugins.d/50-bridge-firewall.conflist through cnitool on a Docker-style host.
+#[test]
+fn plugins_d_example_opens_a_forward_drop_host() {
+    let lab = Lab::new("DROP");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/50-bridge-firewall.conflist");
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    list["plugins"][0]["ipam"]["dataDir"] = json!(lab.env.data_dir);
+    let conf_dir = lab.env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    std::fs::write(conf_dir.join("50-bridge-firewall.conflist"), list.to_string()).unwrap();
+    let ns = lab.env.container();
+    let tool = |verb: &str| {
+        lab.env
+            .tool("cnitool")
+            .args([verb, "cnibox-firewall", ns.path_str()])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", lab.env.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", lab.env.cache_dir.to_str().unwrap())
+            .run()
+    };
+    let r = tool("add").success();
+    assert_eq!(r["interfaces"][0]["name"], "cnibox2", "{r}");
+    assert!(ns.ping(OUTSIDE4), "the example's chain did not open the DROP policy");
+    tool("check").success();
+    tool("del").success();
+    let v4 = filter_state(&lab.env.host, "iptables-save");
+    assert!(!v4.iter().any(|l| l.contains("10.91.0.")), "{v4:?}");
+}
+
+/// Runtimes may call plugins with a PATH without the sbin dirs (cron, `env -i`).
+#[test]
+fn iptables_is_found_without_sbin_on_path() {
+    let env = TestEnv::new();
+    let conf = fw_conf("1.0.0", json!({}), &prev("1.0.0"));
+    let call = |verb: &str| {
+        env.call("firewall")
+            .env("PATH", "/usr/bin:/bin")
+            .exec(verb, "dummy", "/run/netns/gone", "eth0", &conf)
+    };
+    call("ADD").success();
+    assert_eq!(filter_state(&env.host, "iptables-save"), REFERENCE_V4);
+    call("CHECK").success();
+    call("DEL").success();
+    assert!(!filter_state(&env.host, "iptables-save")
+        .iter()
+        .any(|l| l.contains("10.88.0.2")));
+}

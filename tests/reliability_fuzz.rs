@@ -1,4 +1,4 @@
-//! Hostile input, in process: every plugin entry point (`cni::plugin::run_with`), `CNI_ARGS`,
+//! Hostile input, in process: every plugin entry point (firewall included) (`cni::plugin::run_with`), `CNI_ARGS`,
 //! results (parse, convert, round trip), resolv.conf, the OCI state, cache files and config
 //! lists get generated and mutated inputs for a bounded time (`CNIBOX_FUZZ_SECS`, default
 //! 3 s per target). Properties: nothing panics or hangs, every failure is a well-formed CNI
@@ -249,6 +249,11 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
             "macvlan" => {
                 json!({"cniVersion": v, "name": "fznet", "type": "macvlan", "master": "fzm0", "mode": "bridge", "ipam": ipam})
             }
+            // chained: everything it acts on comes from prevResult (added below)
+            "firewall" => json!({"cniVersion": v, "name": "fznet", "type": "firewall",
+                                 "backend": (["iptables", "", "iptables", "firewalld"][i % 4]),
+                                 "ingressPolicy": (["open", "same-bridge", "isolated", ""][i % 4]),
+                                 "iptablesAdminChainName": (["", "FZ-ADMIN"][i % 2])}),
             other => {
                 json!({"cniVersion": v, "name": "fznet", "type": other, "mtu": 1400, "ipMasq": i % 2 == 0, "ipam": ipam})
             }
@@ -462,6 +467,11 @@ fn fuzz_plugin(applet: &str) {
 #[test]
 fn fuzz_host_local_entry_point() {
     fuzz_plugin("host-local");
+}
+
+#[test]
+fn fuzz_firewall_entry_point() {
+    fuzz_plugin("firewall");
 }
 
 #[test]

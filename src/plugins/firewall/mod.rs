@@ -58,7 +58,7 @@ impl Plugin for Firewall {
     fn del(&self, req: &Request) -> Result<(), Error> {
         gate_version(req)?;
         let conf = config::load(req)?;
-        let prev = prev_result(req)?;
+        let prev = prev_result_for_del(req)?;
         match conf.backend {
             // ADD never made anything for firewalld
             Ok(Backend::Firewalld) => {}
@@ -124,6 +124,19 @@ fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
 /// "could not parse prevResult" once more.
 fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
     cniconf::prev_result(req).map_err(|e| e.context("could not parse prevResult"))
+}
+
+/// DEL's prevResult: a result of another version than the config's (a runtime upgraded
+/// between ADD and DEL) still names the addresses, so it is read in its own version rather
+/// than failing the DEL as the reference does.
+fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
+    match prev_result(req) {
+        Ok(p) => Ok(p),
+        Err(strict) => match req.config.get("prevResult").map(CniResult::from_json) {
+            Some(Ok(p)) => Ok(Some(p)),
+            _ => Err(strict),
+        },
+    }
 }
 
 /// The container's addresses, each once, in prevResult order.
