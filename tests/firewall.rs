@@ -629,6 +629,8 @@ fn gc_and_status_succeed() {
     let conf = fw_conf("1.1.0", json!({"cni.dev/valid-attachments": []}), &Value::Null);
     env.call("firewall").command("GC").config(&conf).run().success();
     env.call("firewall").command("STATUS").config(&conf).run().success();
+    let v = env.call("firewall").command("VERSION").run().success();
+    assert_eq!(v["supportedVersions"], json!(["0.4.0", "1.0.0", "1.1.0"]));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -765,16 +767,16 @@ fn del_matrix() {
     fw(&lab.env, "DEL", "old", &old).failure(1);
 }
 
-/// plugins.d/50-bridge-firewall.conflist through cnitool on a Docker-style host.
+/// plugins.d/60-bridge-firewall.conflist through cnitool on a Docker-style host.
 #[test]
 fn plugins_d_example_opens_a_forward_drop_host() {
     let lab = Lab::new("DROP");
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/50-bridge-firewall.conflist");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/60-bridge-firewall.conflist");
     let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     list["plugins"][0]["ipam"]["dataDir"] = json!(lab.env.data_dir);
     let conf_dir = lab.env.tmp.path().join("net.d");
     std::fs::create_dir_all(&conf_dir).unwrap();
-    std::fs::write(conf_dir.join("50-bridge-firewall.conflist"), list.to_string()).unwrap();
+    std::fs::write(conf_dir.join("60-bridge-firewall.conflist"), list.to_string()).unwrap();
     let ns = lab.env.container();
     let tool = |verb: &str| {
         lab.env

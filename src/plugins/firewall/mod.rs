@@ -17,9 +17,8 @@
 pub mod config;
 pub mod iptables;
 
-use crate::cni::error::code;
 use crate::cni::result::CniResult;
-use crate::cni::version::{self, go_quote, go_quote_list};
+use crate::cni::version::go_quote;
 use crate::cni::{config as cniconf, Error, Plugin, Request};
 use crate::plugins::xtables::{self, Family, Script};
 use config::{Backend, IngressPolicy};
@@ -28,16 +27,20 @@ use std::net::IpAddr;
 
 pub struct Firewall;
 
-/// The reference supports CNI 0.4.0 and later (`VersionsStartingFrom("0.4.0")`).
-const MIN_VERSION: &str = "0.4.0";
+/// The reference speaks CNI 0.4.0 and later (`VersionsStartingFrom("0.4.0")`); older
+/// configs are refused by the entry point with its "incompatible CNI versions".
+const VERSIONS: &[&str] = &["0.4.0", "1.0.0", "1.1.0"];
 
 impl Plugin for Firewall {
     fn about(&self) -> &'static str {
         "CNI firewall plugin (cnibox)"
     }
 
+    fn versions(&self) -> &'static [&'static str] {
+        VERSIONS
+    }
+
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
-        gate_version(req)?;
         let conf = config::load(req)?;
         let prev = required_prev_result(req)?;
         let backend = conf.backend_for_setup()?;
@@ -56,7 +59,6 @@ impl Plugin for Firewall {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        gate_version(req)?;
         let conf = config::load(req)?;
         let prev = prev_result_for_del(req)?;
         match conf.backend {
@@ -74,7 +76,6 @@ impl Plugin for Firewall {
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
-        gate_version(req)?;
         let conf = config::load(req)?;
         let prev = required_prev_result(req)?;
         let backend = conf.backend_for_setup()?;
@@ -95,25 +96,6 @@ impl Plugin for Firewall {
         config::load(req)?;
         Ok(())
     }
-}
-
-/// ADD, DEL and CHECK of configs older than 0.4.0 are refused, as the reference does.
-fn gate_version(req: &Request) -> Result<(), Error> {
-    if version::at_least(&req.cni_version, MIN_VERSION) {
-        return Ok(());
-    }
-    let supported: Vec<&str> = version::SUPPORTED
-        .iter()
-        .copied()
-        .filter(|v| version::at_least(v, MIN_VERSION))
-        .collect();
-    Err(
-        Error::new(code::INCOMPATIBLE_VERSION, "incompatible CNI versions").with_details(format!(
-            "config is {}, plugin supports {}",
-            go_quote(&req.cni_version),
-            go_quote_list(&supported)
-        )),
-    )
 }
 
 fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
