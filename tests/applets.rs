@@ -13,6 +13,7 @@ const EXPECTED: &[&str] = &[
     "macvlan",
     "loopback",
     "tuning",
+    "bandwidth",
     "host-local",
     "cnitool",
     "oci-hook",
