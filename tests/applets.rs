@@ -14,6 +14,7 @@ const EXPECTED: &[&str] = &[
     "loopback",
     "tuning",
     "bandwidth",
+    "firewall",
     "host-local",
     "cnitool",
     "oci-hook",
