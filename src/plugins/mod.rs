@@ -11,12 +11,14 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
+//! * [`ipmasq`]: masquerade rules; [`iptables`]: per-attachment iptables nat chains;
+//!   [`firewall_tools`]: finding and running iptables-save/-restore.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
 pub mod bridge;
 pub mod container_link;
 pub mod firewall_tools;
+pub mod iptables;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
