@@ -60,10 +60,7 @@ pub fn find_tool(name: &str) -> Option<PathBuf> {
 pub fn missing_tool(op: &str, name: &str) -> Error {
     err(
         op,
-        format!(
-            "{name} is needed and was not found in PATH or {}",
-            SBIN_DIRS.join(", ")
-        ),
+        format!("{name} is needed and was not found in PATH or {}", SBIN_DIRS.join(", ")),
     )
 }
 

@@ -13,8 +13,8 @@
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules. Teardown runs no process
 //! unless an iptables chain of the attachment exists (see [`super::iptables`]).
-pub use super::firewall_tools::Error;
 use super::firewall_tools::err;
+pub use super::firewall_tools::Error;
 use super::iptables::{self, IpVersion};
 use crate::cni::result::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
@@ -250,7 +250,10 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
         if mine.is_empty() {
             continue;
         }
-        let op = format!("set up {} masquerade", if v == IpVersion::V4 { "iptables" } else { "ip6tables" });
+        let op = format!(
+            "set up {} masquerade",
+            if v == IpVersion::V4 { "iptables" } else { "ip6tables" }
+        );
         let tools = iptables::default_tools(v)
             .ok_or_else(|| super::firewall_tools::missing_tool(&op, &format!("{}-restore", prefix(v))))?;
         // Rules already there matter only if the chain exists (a jump needs its target).
@@ -274,7 +277,10 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
                 }
             }
             let host = if v == IpVersion::V4 { 32 } else { 128 };
-            let jump = format!("-A POSTROUTING -s {}/{host} -m comment --comment {comment} -j {chain}", a.ip());
+            let jump = format!(
+                "-A POSTROUTING -s {}/{host} -m comment --comment {comment} -j {chain}",
+                a.ip()
+            );
             if !existing.contains(&jump) && !jumps.contains(&jump) {
                 jumps.push(jump);
             }

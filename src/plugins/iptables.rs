@@ -43,8 +43,8 @@ impl IpVersion {
 
     fn legacy_names(self) -> &'static str {
         match self {
-            IpVersion::V4 => "/proc/net/ip_tables_names",
-            IpVersion::V6 => "/proc/net/ip6_tables_names",
+            IpVersion::V4 => "ip_tables_names",
+            IpVersion::V6 => "ip6_tables_names",
         }
     }
 }
@@ -67,8 +67,15 @@ pub struct Tools {
 fn plain_variant(v: IpVersion) -> Option<(PathBuf, Variant)> {
     let plain = find_tool(&format!("{}-restore", v.prefix()))?;
     let real = std::fs::canonicalize(&plain).unwrap_or_else(|_| plain.clone());
-    let name = real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let variant = if name.contains("nft") { Variant::Nft } else { Variant::Legacy };
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let variant = if name.contains("nft") {
+        Variant::Nft
+    } else {
+        Variant::Legacy
+    };
     Some((plain, variant))
 }
 
@@ -81,19 +88,11 @@ pub fn tools(v: IpVersion, variant: Variant) -> Option<Tools> {
     };
     let named = |what: &str| find_tool(&format!("{}-{infix}-{what}", v.prefix()));
     if let (Some(save), Some(restore)) = (named("save"), named("restore")) {
-        return Some(Tools {
-            save,
-            restore,
-            variant,
-        });
+        return Some(Tools { save, restore, variant });
     }
     let (restore, plain) = plain_variant(v)?;
     let save = find_tool(&format!("{}-save", v.prefix()))?;
-    (plain == variant).then_some(Tools {
-        save,
-        restore,
-        variant,
-    })
+    (plain == variant).then_some(Tools { save, restore, variant })
 }
 
 /// The tools ADD uses: those of plain `iptables-restore`, as the reference runs plain
@@ -124,8 +123,10 @@ pub fn chain_locations(v: IpVersion, chain: &str) -> Result<Vec<Variant>, Error>
     Ok(found)
 }
 
+/// `/proc/thread-self/net` is the calling thread's namespace; `/proc/net` would be the
+/// main thread's.
 fn legacy_nat_in_use(v: IpVersion) -> bool {
-    std::fs::read_to_string(v.legacy_names())
+    std::fs::read_to_string(format!("/proc/thread-self/net/{}", v.legacy_names()))
         .map(|s| s.lines().any(|l| l.trim() == "nat"))
         .unwrap_or(false)
 }

@@ -18,9 +18,9 @@
 pub mod bridge;
 pub mod container_link;
 pub mod firewall_tools;
-pub mod iptables;
 pub mod iface;
 pub mod ipmasq;
+pub mod iptables;
 pub mod l3;
 pub mod loopback;
 pub mod macvlan;

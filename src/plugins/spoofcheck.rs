@@ -11,8 +11,8 @@
 //! [`spoofcheck` shape](crate::netlink::nftables::shapes::spoofcheck).
 //!
 //! Setup and teardown are one netlink transaction each; no process is run.
-pub use super::firewall_tools::Error;
 use super::firewall_tools::err;
+pub use super::firewall_tools::Error;
 use crate::netlink::nftables::shapes::spoofcheck as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
 use crate::netlink::MacAddr;
@@ -50,7 +50,9 @@ impl Attachment<'_> {
 /// same attachment replaces the previous rules.
 pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> {
     let op = "failed to setup spoof-check";
-    let mac: MacAddr = mac.parse().map_err(|e| err(op, format!("container MAC {mac:?}: {e}")))?;
+    let mac: MacAddr = mac
+        .parse()
+        .map_err(|e| err(op, format!("container MAC {mac:?}: {e}")))?;
     let (iface, macc, comment) = (att.iface_chain(), att.mac_chain(), att.comment());
     let names = shape::Names {
         iface_chain: &iface,
