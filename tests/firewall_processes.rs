@@ -153,7 +153,8 @@ fn assert_no_process(env: &TestEnv, what: &str, applet: &str, verb: &str, id: &s
 #[test]
 fn ipmasq_and_macspoofchk_add_and_del_start_no_process() {
     common::require_root();
-    let cases: [(&str, &str, fn(&TestEnv) -> Value); 3] = [
+    type MakeConf = fn(&TestEnv) -> Value;
+    let cases: [(&str, &str, MakeConf); 3] = [
         ("bridge ipMasq+macspoofchk", "bridge", |env| {
             conf(
                 env,
