@@ -326,3 +326,42 @@ fn without_nf_tables_add_falls_back_to_iptables_unless_nftables_is_asked_for() {
     assert_clean(&env, "fb2", Some(&ctr));
     assert!(!legacy_nat(&env.host).contains("CNI-"));
 }
+
+#[test]
+fn cnibox_and_the_reference_delete_each_others_spoof_check_rules() {
+    common::require_root();
+    let Some(_) = common::reference_dir() else {
+        eprintln!("skipped: the Go reference plugins are not installed");
+        return;
+    };
+    let c = |env: &TestEnv| {
+        conf(
+            env,
+            "1.0.0",
+            json!({"macspoofchk": true, "ipam": ipam(&["10.1.2.0/24"])}),
+        )
+    };
+    // the reference ADDs (through the nft binary), cnibox DELs over netlink
+    let env = TestEnv::new();
+    let ctr = env.container();
+    let conf = c(&env);
+    env.reference("bridge")
+        .unwrap()
+        .exec("ADD", "s1", ctr.path_str(), IFNAME, &conf)
+        .success();
+    assert!(nft_ruleset(&env.host).contains("macspoofchk-s1-eth0"));
+    del(&env, "s1", ctr.path_str(), &conf).success();
+    assert_clean(&env, "s1", Some(&ctr));
+
+    // cnibox ADDs, the reference DELs
+    let env = TestEnv::new();
+    let ctr = env.container();
+    let conf = c(&env);
+    add(&env, "s2", &ctr, &conf).success();
+    env.reference("bridge")
+        .unwrap()
+        .exec("DEL", "s2", ctr.path_str(), IFNAME, &conf)
+        .success();
+    let nft = nft_ruleset(&env.host);
+    assert!(!nft.contains("s2-eth0"), "{nft}");
+}
