@@ -50,6 +50,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::loopback::Loopback),
     },
     Applet {
+        name: "tuning",
+        summary: "sysctls, MAC, MTU, promisc, allmulti, txqueuelen of the container interface (chained)",
+        kind: Kind::Plugin(&crate::plugins::tuning::Tuning),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

@@ -12,6 +12,7 @@ const EXPECTED: &[&str] = &[
     "ptp",
     "macvlan",
     "loopback",
+    "tuning",
     "host-local",
     "cnitool",
     "oci-hook",

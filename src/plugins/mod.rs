@@ -1,9 +1,10 @@
-//! The plugin applets (bridge, veth alias ptp, macvlan, loopback) and the pieces they share.
+//! The plugin applets (bridge, veth alias ptp, macvlan, loopback, tuning, bandwidth) and the pieces they share.
 //!
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
 //! * [`loopback`]: `lo` up in the container.
+//! * [`tuning`]: sysctls and link attributes of the container interface (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -28,6 +29,7 @@ pub mod netns_open;
 pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;
+pub mod tuning;
 pub mod veth;
 
 // The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The

@@ -451,6 +451,8 @@ mod tests {
             link_netnsid: None,
             macvlan_mode: None,
             promisc: false,
+            allmulti: false,
+            txqlen: 0,
             flags: 0,
         }
     }
