@@ -226,6 +226,6 @@ mod tests {
         assert!(jumps_to(l, "CNI-abc"));
         assert!(!jumps_to(l, "CNI-ab"));
         assert!(!jumps_to(l, "CNI-q"), "a quoted comment is one word");
-        assert_eq!(split_rule(l)[5], r#"x -j CNI-q "y""#);
+        assert_eq!(split_rule(l)[7], r#"x -j CNI-q "y""#);
     }
 }
