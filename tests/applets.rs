@@ -13,6 +13,7 @@ const EXPECTED: &[&str] = &[
     "macvlan",
     "loopback",
     "tuning",
+    "firewall",
     "host-local",
     "cnitool",
     "oci-hook",

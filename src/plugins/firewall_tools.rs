@@ -1,10 +1,8 @@
 //! The firewall tools that remain: finding `iptables-save`/`iptables-restore` (and their
-//! variants) the way they will be run, running them, and the firewall error type.
+//! variants) the way they will be run, and the firewall error type.
 //! nf_tables rules need no tool: they go through [`crate::netlink::nftables`].
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// A firewall failure: what was being done and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,25 +60,4 @@ pub fn missing_tool(op: &str, name: &str) -> Error {
         op,
         format!("{name} is needed and was not found in PATH or {}", SBIN_DIRS.join(", ")),
     )
-}
-
-/// Runs `tool ARGS` with `stdin`; Ok(stdout) or Err(what it printed on stderr).
-pub fn run(tool: &Path, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
-    let mut child = Command::new(tool)
-        .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("run {}: {e}", tool.display()))?;
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().expect("piped");
-        pipe.write_all(input.as_bytes()).map_err(|e| e.to_string())?;
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
 }

@@ -13,9 +13,10 @@
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules. Teardown runs no process
 //! unless an iptables chain of the attachment exists (see [`super::iptables`]).
-use super::firewall_tools::err;
 pub use super::firewall_tools::Error;
-use super::iptables::{self, IpVersion};
+use super::firewall_tools::{err, missing_tool};
+use super::iptables;
+use super::xtables::{self, Family as IpFamily, Script};
 use crate::cni::result::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
@@ -85,7 +86,7 @@ pub fn setup(backend: Backend, att: Attachment, addrs: &[IpNetwork]) -> Result<(
 /// that are not needed, and a kernel without nf_tables are not errors.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
     let mut errors = Vec::new();
-    for v in [IpVersion::V4, IpVersion::V6] {
+    for v in [IpFamily::V4, IpFamily::V6] {
         if let Err(e) = ipt_teardown(v, att) {
             errors.push(e.to_string());
         }
@@ -240,83 +241,89 @@ fn iptables_comment(att: Attachment) -> String {
     format!("name: {:?} id: {:?}", att.network, att.container_id)
 }
 
-/// One `iptables-restore` per IP version: the chain is declared (created, or emptied if
-/// it exists) and refilled, and POSTROUTING gets the jumps it lacks.
+/// The rule arguments in iptables-save's spelling: matches, the comment, the target.
+fn ipt_spec(matches: &[&str], comment: &str, target: &str) -> Vec<String> {
+    let mut spec: Vec<String> = matches.iter().map(|s| s.to_string()).collect();
+    spec.extend(["-m", "comment", "--comment", comment, "-j", target].map(String::from));
+    spec
+}
+
+/// One `iptables-restore` per IP version, adding what is missing (AppendUnique, as
+/// go-iptables does): the chain, its ACCEPT/MASQUERADE rules and the POSTROUTING jumps.
+/// The current rules are read only when the chain already exists.
 fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     let chain = iptables_chain(att);
-    let comment = iptables::quote(&iptables_comment(att));
-    for v in [IpVersion::V4, IpVersion::V6] {
-        let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| a.is_ipv4() == (v == IpVersion::V4)).collect();
+    let comment = iptables_comment(att);
+    let _lock = xtables::lock()?;
+    for v in [IpFamily::V4, IpFamily::V6] {
+        let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| IpFamily::of(a.ip()) == v).collect();
         if mine.is_empty() {
             continue;
         }
-        let op = format!(
-            "set up {} masquerade",
-            if v == IpVersion::V4 { "iptables" } else { "ip6tables" }
-        );
-        let tools = iptables::default_tools(v)
-            .ok_or_else(|| super::firewall_tools::missing_tool(&op, &format!("{}-restore", prefix(v))))?;
-        // Rules already there matter only if the chain exists (a jump needs its target).
-        let existing = if iptables::chain_locations(v, &chain)?.contains(&tools.variant) {
-            iptables::save_nat(&tools)?
+        let op = format!("set up {} masquerade", v.tool());
+        let tools = iptables::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
+        let table = if iptables::chain_locations(v, &chain)?.contains(&tools.variant) {
+            xtables::save_with(&tools.save, "nat")?
         } else {
-            vec![]
+            xtables::Table::default()
         };
-        let multicast = if v == IpVersion::V4 { "224.0.0.0/4" } else { "ff00::/8" };
-        let mut lines = vec![format!(":{chain} - [0:0]")];
-        let mut jumps = Vec::new();
-        for a in &mine {
-            let subnet = network_of(**a);
+        let mut script = Script::new("nat");
+        if !table.has_chain(&chain) {
+            script.new_chain(&chain);
+        }
+        let multicast = if v == IpFamily::V4 { "224.0.0.0/4" } else { "ff00::/8" };
+        let mut added: Vec<(String, Vec<String>)> = Vec::new();
+        for a in mine {
+            let subnet = network_of(*a).to_string();
+            let source = format!("{}/{}", a.ip(), v.host_prefix());
             let rules = [
-                format!("-A {chain} -d {subnet} -m comment --comment {comment} -j ACCEPT"),
-                format!("-A {chain} ! -d {multicast} -m comment --comment {comment} -j MASQUERADE"),
+                (chain.as_str(), ipt_spec(&["-d", &subnet], &comment, "ACCEPT")),
+                (
+                    chain.as_str(),
+                    ipt_spec(&["!", "-d", multicast], &comment, "MASQUERADE"),
+                ),
+                ("POSTROUTING", ipt_spec(&["-s", &source], &comment, &chain)),
             ];
-            for r in rules {
-                if !lines.contains(&r) {
-                    lines.push(r);
+            for (target, spec) in rules {
+                let rule = (target.to_string(), spec);
+                if !table.has_rule(target, &rule.1) && !added.contains(&rule) {
+                    script.append(target, &rule.1);
+                    added.push(rule);
                 }
             }
-            let host = if v == IpVersion::V4 { 32 } else { 128 };
-            let jump = format!(
-                "-A POSTROUTING -s {}/{host} -m comment --comment {comment} -j {chain}",
-                a.ip()
-            );
-            if !existing.contains(&jump) && !jumps.contains(&jump) {
-                jumps.push(jump);
-            }
         }
-        lines.extend(jumps);
-        iptables::restore_nat(&tools, &lines).map_err(|e| err(op, e))?;
+        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
     }
     Ok(())
 }
 
-fn prefix(v: IpVersion) -> &'static str {
-    match v {
-        IpVersion::V4 => "iptables",
-        IpVersion::V6 => "ip6tables",
-    }
-}
-
 /// Removes the attachment's chain and the POSTROUTING jumps to it, in every variant that
 /// has it. Nothing is run when no variant has it.
-fn ipt_teardown(v: IpVersion, att: Attachment) -> Result<(), Error> {
+fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
     let chain = iptables_chain(att);
-    for variant in iptables::chain_locations(v, &chain)? {
-        let op = format!("tear down {} masquerade", prefix(v));
+    let found = iptables::chain_locations(v, &chain)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let _lock = xtables::lock()?;
+    let op = format!("tear down {} masquerade", v.tool());
+    for variant in found {
         let tools = iptables::needed_tools(v, variant, &op)?;
-        let saved = iptables::save_nat(&tools)?;
-        if !saved.iter().any(|l| l.starts_with(&format!(":{chain} "))) {
+        let table = xtables::save_with(&tools.save, "nat")?;
+        if !table.has_chain(&chain) {
             continue; // a legacy nat table without this chain
         }
-        let mut lines: Vec<String> = saved
-            .iter()
-            .filter(|l| l.starts_with("-A POSTROUTING ") && iptables::jumps_to(l, &chain))
-            .map(|l| format!("-D {}", &l[3..]))
-            .collect();
-        lines.push(format!("-F {chain}"));
-        lines.push(format!("-X {chain}"));
-        iptables::restore_nat(&tools, &lines).map_err(|e| err(op, e))?;
+        let mut script = Script::new("nat");
+        for spec in table.rules_of("POSTROUTING") {
+            if spec.windows(2).any(|w| w[0] == "-j" && w[1] == chain) {
+                script.delete("POSTROUTING", spec);
+            }
+        }
+        for spec in table.rules_of(&chain) {
+            script.delete(&chain, spec);
+        }
+        script.delete_chain(&chain);
+        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
 //!
@@ -12,12 +13,14 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`iptables`]: per-attachment iptables nat chains;
-//!   [`firewall_tools`]: finding and running iptables-save/-restore.
+//! * [`ipmasq`]: masquerade rules; [`iptables`]: where an attachment's iptables chains are,
+//!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
+//!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
 pub mod bridge;
 pub mod container_link;
+pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
@@ -31,6 +34,7 @@ pub mod spoofcheck;
 pub mod teardown;
 pub mod tuning;
 pub mod veth;
+pub mod xtables;
 
 // The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
 // layers below know nothing of the CNI protocol; a plugin reports their failures as plain
