@@ -6,6 +6,7 @@
 //! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
+//! * [`bandwidth`]: rate limits on the host veth and an ifb (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -18,6 +19,7 @@
 //!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
+pub mod bandwidth;
 pub mod bridge;
 pub mod container_link;
 pub mod firewall;
