@@ -15,8 +15,9 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
-//! * [`xtables`]: iptables-save and one iptables-restore per family and change.
+//! * [`ipmasq`]: masquerade rules; [`iptables`]: where an attachment's iptables chains are,
+//!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
+//!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
 pub mod bandwidth;
@@ -27,6 +28,7 @@ pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
+pub mod iptables;
 pub mod l3;
 pub mod loopback;
 pub mod macvlan;
