@@ -311,6 +311,45 @@ pub fn restore(family: Family, script: &Script) -> Result<(), Error> {
     wrote.map_err(|e| err(format!("write to {tool}"), e))
 }
 
+/// Whether `chain` may exist in `table` of `family`, asked without a process where the
+/// host allows: with iptables-nft the chain is an ordinary nf_tables chain of table
+/// `ip TABLE` / `ip6 TABLE` (one netlink dump); with iptables-legacy,
+/// `/proc/net/ip{,6}_tables_names` lists the tables loaded in this namespace (a table never
+/// loaded holds nothing). Anything unclear answers true, and the caller runs iptables-save.
+pub fn chain_may_exist(family: Family, table: &str, chain: &str) -> bool {
+    let Some(save) = find_tool(save_tool(family)) else {
+        // no iptables: no rules it could have made that we could remove
+        return false;
+    };
+    let variant = std::fs::canonicalize(&save).unwrap_or(save);
+    let variant = variant
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if variant.contains("legacy") {
+        let names = match family {
+            Family::V4 => "/proc/net/ip_tables_names",
+            Family::V6 => "/proc/net/ip6_tables_names",
+        };
+        return match std::fs::read_to_string(names) {
+            Ok(loaded) => loaded.lines().any(|l| l == table),
+            // the module is not loaded at all: no legacy table exists
+            Err(_) => false,
+        };
+    }
+    if !variant.contains("nft") {
+        return true;
+    }
+    use crate::netlink::nftables::{shapes, Family as NfFamily, Nftables};
+    let nf_family = match family {
+        Family::V4 => NfFamily::Ip,
+        Family::V6 => NfFamily::Ip6,
+    };
+    Nftables::current()
+        .and_then(|nft| shapes::xtables::has_chain(&nft, nf_family, table, chain))
+        .unwrap_or(true)
+}
+
 /// The host-wide lock around one read-plan-restore cycle; released on drop.
 pub struct Lock {
     _held: Flock<File>,
