@@ -13,6 +13,7 @@ const EXPECTED: &[&str] = &[
     "macvlan",
     "loopback",
     "tuning",
+    "bandwidth",
     "firewall",
     "host-local",
     "cnitool",

@@ -6,6 +6,7 @@
 //! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
+//! * [`bandwidth`]: rate limits on the host veth and an ifb (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -13,16 +14,19 @@
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
-//! * [`xtables`]: iptables-save and one iptables-restore per family and change.
+//! * [`ipmasq`]: masquerade rules; [`iptables`]: where an attachment's iptables chains are,
+//!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
+//!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
+pub mod bandwidth;
 pub mod bridge;
 pub mod container_link;
 pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
+pub mod iptables;
 pub mod l3;
 pub mod loopback;
 pub mod macvlan;

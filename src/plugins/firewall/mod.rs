@@ -272,7 +272,11 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
     // a family whose CNI-FORWARD provably does not exist has nothing to delete: no process
     let families: BTreeSet<Family> = families(addresses)
         .into_iter()
-        .filter(|f| xtables::chain_may_exist(*f, iptables::TABLE, iptables::PRIV_CHAIN))
+        .filter(|f| {
+            // a failed look is no proof: read with iptables-save then
+            crate::plugins::iptables::chain_locations_in(*f, iptables::TABLE, iptables::PRIV_CHAIN)
+                .map_or(true, |found| !found.is_empty())
+        })
         .collect();
     if families.is_empty() {
         return Ok(());
