@@ -40,7 +40,7 @@ pub use fake::{attributes, encode_address, encode_link, FakeTransport, IFADDRMSG
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
-pub use route::{RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
+pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
 pub use types::{Family, MacAddr, MacParseError, Scope};
 
