@@ -86,7 +86,7 @@ fn split_list(s: &str) -> Vec<String> {
 
 /// The applet.
 pub fn main(args: &[OsString]) -> i32 {
-    let parsed: HookArgs = match crate::applets::parse_args("cnibox oci-hook", args) {
+    let parsed: HookArgs = match crate::util::argv::parse_args("cnibox oci-hook", args) {
         Ok(p) => p,
         Err(code) => return code,
     };

@@ -12,7 +12,7 @@ use neli::types::{Buffer, RtBuffer};
 use super::handle::{Handle, Op, Result};
 use super::link::Link;
 use super::transport::Transport;
-use super::types::MacAddr;
+use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr, Nest};
 use crate::netns::Netns;
 
@@ -41,61 +41,6 @@ pub struct BridgeSpec<'a> {
     pub vlan_filtering: bool,
 }
 
-/// macvlan modes (IFLA_MACVLAN_MODE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MacvlanMode {
-    Private,
-    Vepa,
-    Bridge,
-    Passthru,
-    Source,
-}
-
-impl MacvlanMode {
-    pub fn to_raw(self) -> u32 {
-        match self {
-            MacvlanMode::Private => 1,
-            MacvlanMode::Vepa => 2,
-            MacvlanMode::Bridge => 4,
-            MacvlanMode::Passthru => 8,
-            MacvlanMode::Source => 16,
-        }
-    }
-
-    pub fn from_raw(n: u32) -> Option<MacvlanMode> {
-        Some(match n {
-            1 => MacvlanMode::Private,
-            2 => MacvlanMode::Vepa,
-            4 => MacvlanMode::Bridge,
-            8 => MacvlanMode::Passthru,
-            16 => MacvlanMode::Source,
-            _ => return None,
-        })
-    }
-
-    /// The config spelling: `private`, `vepa`, `bridge`, `passthru`, `source`.
-    pub fn parse(s: &str) -> Option<MacvlanMode> {
-        Some(match s {
-            "private" => MacvlanMode::Private,
-            "vepa" => MacvlanMode::Vepa,
-            "bridge" => MacvlanMode::Bridge,
-            "passthru" => MacvlanMode::Passthru,
-            "source" => MacvlanMode::Source,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MacvlanMode::Private => "private",
-            MacvlanMode::Vepa => "vepa",
-            MacvlanMode::Bridge => "bridge",
-            MacvlanMode::Passthru => "passthru",
-            MacvlanMode::Source => "source",
-        }
-    }
-}
-
 /// A macvlan on `parent` (an index in the handle's namespace), born in `netns`.
 #[derive(Debug, Clone, Copy)]
 pub struct MacvlanSpec<'a> {
@@ -108,6 +53,16 @@ pub struct MacvlanSpec<'a> {
     pub mac: Option<MacAddr>,
     /// IFLA_MACVLAN_BC_QUEUE_LEN: the broadcast/multicast queue length.
     pub bcqueuelen: Option<u32>,
+}
+
+/// An ifb (intermediate functional block) device, created up: the bandwidth plugin shapes
+/// a container's egress on one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IfbSpec<'a> {
+    pub name: &'a str,
+    pub mtu: Option<u32>,
+    /// Transmit queue length; the reference creates its ifbs with 0.
+    pub txqlen: Option<u32>,
 }
 
 /// The attributes common to every created link.
@@ -143,6 +98,27 @@ fn ifinfo(op: &Op, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
 }
 
 impl<T: Transport> Handle<T> {
+    /// Creates an ifb device, up, and returns it. A kernel without ifb fails as Unsupported.
+    pub fn create_ifb(&self, spec: &IfbSpec<'_>) -> Result<Link> {
+        let op = Op::new("create ifb", spec.name).feature("ifb");
+        let mut a = base_attrs(&op, spec.name, spec.mtu, None)?;
+        if let Some(q) = spec.txqlen {
+            a.push(attr(wire::IFLA_TXQLEN, q).map_err(|e| op.encode(e))?);
+        }
+        a.push(linkinfo(&op, "ifb", None)?);
+        let up = neli::consts::rtnl::Iff::from_bits_retain(libc::IFF_UP as u32);
+        let msg = IfinfomsgBuilder::default()
+            .ifi_family(RtAddrFamily::Unspecified)
+            .ifi_flags(up)
+            .ifi_change(up)
+            .rtattrs(a)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        let payload = wire::encode(&msg).map_err(|e| op.encode(e))?;
+        self.modify(&op, wire::RTM_NEWLINK, wire::NLM_F_CREATE | wire::NLM_F_EXCL, payload)?;
+        self.link(spec.name)
+    }
+
     /// Creates a veth pair and returns the end in this handle's namespace.
     ///
     /// If the kernel reports a clash and `name` is free here, the clash is the peer's name

@@ -1,4 +1,5 @@
 //! Request encoding and reply handling, checked against the fake transport (no root needed).
+use super::testing::*;
 use super::wire::*;
 use super::*;
 
@@ -22,6 +23,8 @@ fn link(index: u32, name: &str) -> Link {
         link_netnsid: Some(0),
         macvlan_mode: None,
         promisc: false,
+        allmulti: false,
+        txqlen: 0,
         flags: 0,
     }
 }

@@ -101,14 +101,21 @@ pub fn nft_quote(s: &str) -> String {
 /// True when `name` is an executable file in a PATH directory or the usual sbin dirs, which
 /// a runtime's PATH may lack.
 pub fn tool_available(name: &str) -> bool {
+    find_tool(name).is_some()
+}
+
+/// Where `name` is: the first executable file of that name in a PATH directory or the usual
+/// sbin dirs. Callers run this path, so what was found is what runs.
+pub fn find_tool(name: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var("PATH").unwrap_or_default();
     let found = path
         .split(':')
         .chain(["/usr/sbin", "/sbin"])
         .filter(|d| !d.is_empty())
-        .any(|d| {
-            std::fs::metadata(std::path::Path::new(d).join(name))
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| {
+            std::fs::metadata(p)
                 .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
         });

@@ -151,6 +151,7 @@ impl Netns {
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let fd = File::open(&self.path).unwrap();
         let mut c = Command::new(program);
+        // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
         unsafe {
             c.pre_exec(move || {
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
@@ -368,14 +369,28 @@ impl Call {
     }
 
     pub fn run(self) -> CallOutput {
+        self.run_under(&[])
+    }
+
+    /// Run under a wrapper program (`strace -f …`): `wrapper… PROGRAM ARGS…`, same
+    /// environment and namespace.
+    pub fn run_under(self, wrapper: &[&str]) -> CallOutput {
         use std::io::Write;
         let fd = File::open(&self.ns_path).unwrap();
-        let mut c = Command::new(&self.program);
+        let mut c = match wrapper.split_first() {
+            None => Command::new(&self.program),
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&self.program);
+                c
+            }
+        };
         c.args(&self.args);
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(&self.env);
         c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
         unsafe {
             c.pre_exec(move || {
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
