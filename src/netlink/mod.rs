@@ -41,7 +41,7 @@ pub use address::{
     AddrOptions, Address, IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_TENTATIVE,
 };
 pub use bridge_port::{PortFlags, PortVlan};
-pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethSpec};
+pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
