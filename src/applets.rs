@@ -45,6 +45,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "portmap",
+        summary: "forward host ports to the container (chained; nftables or iptables)",
+        kind: Kind::Plugin(&crate::plugins::portmap::Portmap),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

@@ -15,10 +15,11 @@
 //!
 //! Modules: `handle` (request discipline), `link` (lookup, change, delete), `create` (veth,
 //! bridge, macvlan), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
-//! `names` (random veth names), `transport`, `fake`, `wire` (numbers and attribute bytes),
+//! `names` (random veth names), `conntrack` (ctnetlink: find and delete tracked connections), `transport`, `fake`, `wire` (numbers and attribute bytes),
 //! `error`.
 mod address;
 mod bridge_port;
+pub mod conntrack;
 mod create;
 mod error;
 mod fake;

@@ -70,6 +70,17 @@ impl Socket {
         })
     }
 
+    /// Opens a NETLINK_NETFILTER socket (nf_tables, conntrack) in the calling thread's
+    /// current network namespace.
+    pub fn connect_netfilter() -> Result<Socket, TransportError> {
+        let sock = NlSocketHandle::connect(NlFamily::Netfilter, None, Groups::empty()).map_err(socket_error)?;
+        sock.enable_ext_ack(true).map_err(socket_error)?;
+        Ok(Socket {
+            sock,
+            seq: Cell::new(1),
+        })
+    }
+
     fn next_seq(&self) -> u32 {
         let seq = self.seq.get();
         self.seq.set(seq.wrapping_add(1).max(1));

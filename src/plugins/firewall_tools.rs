@@ -101,16 +101,59 @@ pub fn nft_quote(s: &str) -> String {
 /// True when `name` is an executable file in a PATH directory or the usual sbin dirs, which
 /// a runtime's PATH may lack.
 pub fn tool_available(name: &str) -> bool {
+    find_tool(name).is_some()
+}
+
+/// Where `name` is: the first executable file of that name in a PATH directory or the
+/// usual sbin dirs (a runtime's PATH may lack them).
+pub fn find_tool(name: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var("PATH").unwrap_or_default();
     let found = path
         .split(':')
         .chain(["/usr/sbin", "/sbin"])
         .filter(|d| !d.is_empty())
-        .any(|d| {
-            std::fs::metadata(std::path::Path::new(d).join(name))
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| {
+            std::fs::metadata(p)
                 .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
         });
     found
+}
+
+/// Split one line of `iptables -S` or `iptables-save` into arguments (double quotes with backslash escapes).
+pub fn split_rule(line: &str) -> Vec<String> {
+    let mut words = vec![];
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quoted = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if quoted => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            '"' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
 }

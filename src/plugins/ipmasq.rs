@@ -12,7 +12,7 @@
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules.
 pub use super::firewall_tools::Error;
-use super::firewall_tools::{self, err, nft_quote, nft_run, tool_available};
+use super::firewall_tools::{self, err, nft_quote, nft_run, split_rule, tool_available};
 use crate::cni::result::network_of;
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
@@ -290,42 +290,6 @@ fn ipt_teardown(tool: &str, att: Attachment) -> Result<(), Error> {
 
 fn jumps_to(words: &[String], chain: &str) -> bool {
     words.windows(2).any(|w| w[0] == "-j" && w[1] == chain)
-}
-
-/// Split one line of `iptables -S` into arguments (double quotes with backslash escapes).
-fn split_rule(line: &str) -> Vec<String> {
-    let mut words = vec![];
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quoted = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if quoted => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '"' => {
-                quoted = !quoted;
-                in_word = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }
 
 /// go-iptables' IsNotExist patterns.

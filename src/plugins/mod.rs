@@ -1,8 +1,9 @@
-//! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
+//! The plugin applets (bridge, veth alias ptp, macvlan, portmap) and the pieces they share.
 //!
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`portmap`]: the portmap plugin (chained): host ports forwarded to the container.
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -19,6 +20,7 @@ pub mod iface;
 pub mod ipmasq;
 pub mod l3;
 pub mod macvlan;
+pub mod portmap;
 pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;

@@ -1,0 +1,678 @@
+//! The iptables backend: the reference 1.1.1 layout in the `nat` table, so a node switched
+//! from the reference keeps working and either implementation's DEL removes the other's rules.
+//!
+//! ```text
+//! PREROUTING, OUTPUT:     -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+//! POSTROUTING (first):    -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ
+//! CNI-HOSTPORT-MASQ:      -m mark --mark 0x2000/0x2000 -j MASQUERADE
+//! CNI-HOSTPORT-SETMARK:   -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
+//! CNI-HOSTPORT-DNAT:      -p tcp -m comment --comment "dnat name: \"NET\" id: \"ID\"" -m multiport --dports 8080,8081 [conditions] -j CNI-DN-<hash>
+//! CNI-DN-<hash>:          per mapping: hairpin mark, localhost mark (IPv4), DNAT
+//! ```
+//!
+//! Unlike the reference, which runs iptables once per check and once per change (a dozen
+//! processes per family), each change is one `iptables-save -t nat` to read the state and
+//! one `iptables-restore --noflush` that applies everything at once. Rules are written in
+//! the exact form iptables-save prints, so what is read back compares as text.
+use super::config::{Conf, Protocol};
+use super::{Attachment, Claim};
+use crate::cni::result::network_of;
+use crate::cni::Error;
+use crate::plugins::firewall_tools::{find_tool, split_rule};
+use crate::util::sha512;
+use ipnetwork::IpNetwork;
+use std::io::Write;
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+
+pub const TOP_DNAT: &str = "CNI-HOSTPORT-DNAT";
+pub const SET_MARK: &str = "CNI-HOSTPORT-SETMARK";
+pub const MARK_MASQ: &str = "CNI-HOSTPORT-MASQ";
+/// Created by versions before 0.7; torn down in case one of them did the ADD.
+const OLD_TOP_SNAT: &str = "CNI-HOSTPORT-SNAT";
+const DNAT_ENTRY: &str = "-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT";
+const MASQ_ENTRY: &str = "-m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ";
+/// multiport takes at most 15 ports per rule.
+const MULTIPORT_MAX: usize = 15;
+/// iptables' comment limit.
+const COMMENT_MAX: usize = 255;
+
+/// `CNI-<prefix><sha512(network + container ID)>`, 28 characters (utils.MustFormatChainNameWithPrefix).
+pub fn chain_name(prefix: &str, att: Attachment) -> String {
+    let mut s = format!(
+        "CNI-{prefix}{}",
+        sha512::hex(&sha512::digest(format!("{}{}", att.network, att.container_id).as_bytes()))
+    );
+    s.truncate(28);
+    s
+}
+
+fn dnat_chain(att: Attachment) -> String {
+    chain_name("DN-", att)
+}
+
+/// The comment of the entry rules: the only place the layout names the network.
+fn comment(att: Attachment) -> String {
+    let c = format!(r#"dnat name: "{}" id: "{}""#, att.network, att.container_id);
+    if c.len() <= COMMENT_MAX {
+        return c;
+    }
+    let mut end = COMMENT_MAX - 2;
+    while !c.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &c[..end])
+}
+
+/// A word as iptables-restore reads it: quoted when it holds spaces or quotes.
+fn quote(w: &str) -> String {
+    if !w.is_empty() && !w.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+        return w.to_string();
+    }
+    format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn mark(bit: u32) -> String {
+    let v = 1u32 << bit;
+    format!("{v:#x}/{v:#x}")
+}
+
+fn set_mark_rule(bit: u32) -> String {
+    format!(
+        "-m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark {}",
+        mark(bit)
+    )
+}
+
+fn masq_rule(bit: u32) -> String {
+    format!("-m mark --mark {} -j MASQUERADE", mark(bit))
+}
+
+fn host_prefix(ip: IpAddr) -> String {
+    format!("{ip}/{}", if ip.is_ipv4() { 32 } else { 128 })
+}
+
+/// `ip:port`, brackets for IPv6.
+fn ip_port(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(a) => format!("{a}:{port}"),
+        IpAddr::V6(a) => format!("[{a}]:{port}"),
+    }
+}
+
+/// The rules of the attachment's CNI-DN chain for one container address, in order: for
+/// each mapping of the family, the hairpin mark, the localhost mark (IPv4) and the DNAT.
+fn dnat_rules(conf: &Conf, container: IpNetwork) -> Vec<String> {
+    let v6 = container.is_ipv6();
+    let set_mark = conf.external_set_mark_chain.as_deref().unwrap_or(SET_MARK);
+    let mut rules = vec![];
+    for m in conf.mappings.iter().filter(|m| m.applies_to(v6)) {
+        let dst = m.dest().map(|d| format!("-d {} ", host_prefix(d))).unwrap_or_default();
+        let proto = m.protocol.name();
+        let base = format!("-p {proto} -m {proto} --dport {}", m.host_port);
+        if conf.snat {
+            // -s 0.0.0.0/0 is what iptables-save leaves out
+            let hairpin = match conf.masq_all {
+                true => String::new(),
+                false => format!("-s {} ", network_of(container)),
+            };
+            rules.push(format!("{hairpin}{dst}{base} -j {}", quote(set_mark)));
+            if !v6 && !conf.masq_all {
+                rules.push(format!("-s 127.0.0.1/32 {dst}{base} -j {}", quote(set_mark)));
+            }
+        }
+        rules.push(format!(
+            "{dst}{base} -j DNAT --to-destination {}",
+            ip_port(container.ip(), m.container_port)
+        ));
+    }
+    rules
+}
+
+/// The entry rules in CNI-HOSTPORT-DNAT: per protocol (sorted), the host ports of every
+/// mapping (of both families, as the reference lists them) in groups of 15.
+fn entry_rules(conf: &Conf, att: Attachment, v6: bool) -> Vec<String> {
+    let mut protos: Vec<Protocol> = conf.mappings.iter().map(|m| m.protocol).collect();
+    protos.sort_by_key(|p| p.name());
+    protos.dedup();
+    let comment = comment(att);
+    let chain = dnat_chain(att);
+    let conditions: String = conf.conditions(v6).iter().map(|w| format!(" {}", quote(w))).collect();
+    let mut rules = vec![];
+    for proto in protos {
+        let ports: Vec<String> = conf
+            .mappings
+            .iter()
+            .filter(|m| m.protocol == proto)
+            .map(|m| m.host_port.to_string())
+            .collect();
+        for group in ports.chunks(MULTIPORT_MAX) {
+            rules.push(format!(
+                "-p {} -m comment --comment {} -m multiport --dports {}{conditions} -j {chain}",
+                proto.name(),
+                quote(&comment),
+                group.join(",")
+            ));
+        }
+    }
+    rules
+}
+
+/// The nat table of one family as `iptables-save` prints it.
+#[derive(Debug, Default)]
+pub struct NatTable {
+    chains: Vec<String>,
+    /// (chain, rule spec after `-A <chain> `).
+    rules: Vec<(String, String)>,
+}
+
+impl NatTable {
+    pub fn parse(text: &str) -> NatTable {
+        let mut t = NatTable::default();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix(':') {
+                if let Some(name) = rest.split_whitespace().next() {
+                    t.chains.push(name.to_string());
+                }
+            } else if let Some(rest) = line.strip_prefix("-A ") {
+                let (chain, spec) = rest.split_once(' ').unwrap_or((rest, ""));
+                t.rules.push((chain.to_string(), spec.to_string()));
+            }
+        }
+        t
+    }
+
+    fn has_chain(&self, chain: &str) -> bool {
+        self.chains.iter().any(|c| c == chain)
+    }
+
+    fn rules_of<'a>(&'a self, chain: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.rules.iter().filter(move |(c, _)| c == chain).map(|(_, r)| r.as_str())
+    }
+
+    fn has_rule(&self, chain: &str, rule: &str) -> bool {
+        self.rules_of(chain).any(|r| r == rule)
+    }
+
+    /// Rules of `chain` that jump to `target`.
+    fn jumps<'a>(&'a self, chain: &'a str, target: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.rules_of(chain).filter(move |r| r.ends_with(&format!(" -j {target}")))
+    }
+
+    /// The host ports forwarded by the CNI-DN chains, for the duplicate check.
+    pub fn claims(&self) -> Vec<Claim> {
+        let mut out = vec![];
+        for (chain, rule) in &self.rules {
+            if !chain.starts_with("CNI-DN-") {
+                continue;
+            }
+            let w = split_rule(rule);
+            if !w.windows(2).any(|p| p[0] == "-j" && p[1] == "DNAT") {
+                continue;
+            }
+            let arg = |flag: &str| w.windows(2).find(|p| p[0] == flag).map(|p| p[1].clone());
+            let proto = match arg("-p").as_deref() {
+                Some("tcp") => Protocol::Tcp,
+                Some("udp") => Protocol::Udp,
+                Some("sctp") => Protocol::Sctp,
+                _ => continue,
+            };
+            let Some(port) = arg("--dport").and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            let dest = arg("-d").and_then(|d| d.split('/').next().and_then(|a| a.parse().ok()));
+            let owner = owner_of(self, chain);
+            out.push(Claim {
+                protocol: proto,
+                host_port: port,
+                dest,
+                container_id: owner.as_ref().map(|(_, id)| id.clone()),
+                owner: match owner {
+                    Some((net, id)) => format!("container {id} of network {net}"),
+                    None => format!("iptables chain {chain}"),
+                },
+            });
+        }
+        out
+    }
+}
+
+/// (network, container ID) from the comment of the entry rule jumping to `chain`.
+fn owner_of(t: &NatTable, chain: &str) -> Option<(String, String)> {
+    let rule = t.jumps(TOP_DNAT, chain).next()?;
+    let w = split_rule(rule);
+    let c = w.windows(2).find(|p| p[0] == "--comment").map(|p| p[1].clone())?;
+    parse_comment(&c)
+}
+
+/// (network, container ID) of an entry rule's comment.
+fn parse_comment(c: &str) -> Option<(String, String)> {
+    let rest = c.strip_prefix("dnat name: \"")?;
+    let (name, rest) = rest.split_once("\" id: \"")?;
+    Some((name.to_string(), rest.strip_suffix('"')?.to_string()))
+}
+
+/// One family's tools.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub v6: bool,
+}
+
+impl Family {
+    pub const BOTH: [Family; 2] = [Family { v6: false }, Family { v6: true }];
+
+    fn tool(self, what: &str) -> String {
+        format!("{}{what}", if self.v6 { "ip6tables" } else { "iptables" })
+    }
+
+    /// The nat table, or None when this family's tools are missing or unusable (no
+    /// kernel support): nothing of ours can exist there then.
+    pub fn save(self) -> Result<Option<NatTable>, String> {
+        let tool = self.tool("-save");
+        let Some(path) = find_tool(&tool) else {
+            return Ok(None);
+        };
+        let out = Command::new(path)
+            .args(["-t", "nat"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("run {tool}: {e}"))?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        Ok(Some(NatTable::parse(&String::from_utf8_lossy(&out.stdout))))
+    }
+
+    /// The nat table, required (ADD): a missing tool is an error naming it.
+    fn save_required(self) -> Result<NatTable, Error> {
+        match self.save() {
+            Ok(Some(t)) => Ok(t),
+            Ok(None) => Err(Error::internal(format!(
+                "failed to open iptables: {} is not installed or cannot read the nat table",
+                self.tool("-save")
+            ))),
+            Err(e) => Err(Error::internal(format!("failed to open iptables: {e}"))),
+        }
+    }
+
+    /// Apply `lines` (without the table header) as one `iptables-restore --noflush`.
+    fn restore(self, lines: &[String]) -> Result<(), String> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let tool = self.tool("-restore");
+        let path = find_tool(&tool).ok_or_else(|| format!("{tool} is not installed"))?;
+        let mut script = String::from("*nat\n");
+        for l in lines {
+            script.push_str(l);
+            script.push('\n');
+        }
+        script.push_str("COMMIT\n");
+        let mut child = Command::new(path)
+            .args(["--noflush", "-w"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("run {tool}: {e}"))?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("write to {tool}: {e}"))?;
+        let out = child.wait_with_output().map_err(|e| format!("run {tool}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{tool}: {}\n{script}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+/// Lines that create `chain` if `t` lacks it.
+fn ensure_chain(t: &NatTable, chain: &str, out: &mut Vec<String>) {
+    if !t.has_chain(chain) {
+        out.push(format!(":{chain} - [0:0]"));
+    }
+}
+
+/// Lines that remove every rule of `entry` jumping to `chain`, then `chain` itself.
+fn remove_chain(t: &NatTable, chain: &str, entry: &str, out: &mut Vec<String>) {
+    if !t.has_chain(chain) {
+        return;
+    }
+    for r in t.jumps(entry, chain) {
+        out.push(format!("-D {entry} {r}"));
+    }
+    out.push(format!("-F {chain}"));
+    out.push(format!("-X {chain}"));
+}
+
+/// The host ports this family's table forwards (none without the tools).
+pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
+    match family.save() {
+        Ok(t) => Ok(t.map(|t| t.claims()).unwrap_or_default()),
+        Err(e) => Err(Error::internal(format!("failed to open iptables: {e}"))),
+    }
+}
+
+/// Set up forwarding to `container` (one family), replacing what the attachment had.
+pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let family = Family { v6: container.is_ipv6() };
+    let t = family.save_required()?;
+    let mut lines = vec![];
+    // The marking chains first: the DNAT chain's rules jump to them.
+    if conf.snat && conf.external_set_mark_chain.is_none() {
+        let bit = conf.mark_masq_bit;
+        ensure_chain(&t, SET_MARK, &mut lines);
+        if !t.has_rule(SET_MARK, &set_mark_rule(bit)) {
+            lines.push(format!("-A {SET_MARK} {}", set_mark_rule(bit)));
+        }
+        ensure_chain(&t, MARK_MASQ, &mut lines);
+        if !t.has_rule(MARK_MASQ, &masq_rule(bit)) {
+            lines.push(format!("-A {MARK_MASQ} {}", masq_rule(bit)));
+        }
+        // first in POSTROUTING, ahead of the bridge and ptp masquerade rules
+        if !t.has_rule("POSTROUTING", MASQ_ENTRY) {
+            lines.push(format!("-I POSTROUTING 1 {MASQ_ENTRY}"));
+        }
+    }
+    ensure_chain(&t, TOP_DNAT, &mut lines);
+    for entry in ["PREROUTING", "OUTPUT"] {
+        if !t.has_rule(entry, DNAT_ENTRY) {
+            lines.push(format!("-A {entry} {DNAT_ENTRY}"));
+        }
+    }
+    // The attachment's chain is declared, which creates it or flushes what an earlier ADD
+    // left; its entry rules are replaced.
+    let chain = dnat_chain(att);
+    for r in t.jumps(TOP_DNAT, &chain) {
+        lines.push(format!("-D {TOP_DNAT} {r}"));
+    }
+    lines.push(format!(":{chain} - [0:0]"));
+    for r in dnat_rules(conf, container) {
+        lines.push(format!("-A {chain} {r}"));
+    }
+    for r in entry_rules(conf, att, family.v6) {
+        lines.push(format!("-A {TOP_DNAT} {r}"));
+    }
+    family
+        .restore(&lines)
+        .map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
+}
+
+/// Verify the attachment's rules for `container` are all there.
+pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let family = Family { v6: container.is_ipv6() };
+    let which = if family.v6 { "ipv6" } else { "ipv4" };
+    let t = family.save_required()?;
+    let chain = dnat_chain(att);
+    let fail = |what: String| Err(Error::internal(format!("could not check {which} dnat: {what}")));
+    if !t.has_chain(&chain) {
+        return fail(format!("chain {chain} not found in iptables table nat"));
+    }
+    for r in dnat_rules(conf, container) {
+        if !t.has_rule(&chain, &r) {
+            return fail(format!("rule {r} in chain {chain} not found in table nat"));
+        }
+    }
+    // With conditions the entry rules' printed form is iptables' own; compare without them.
+    let with_conditions = !conf.conditions(family.v6).is_empty();
+    for r in entry_rules(conf, att, family.v6) {
+        let found = match with_conditions {
+            false => t.has_rule(TOP_DNAT, &r),
+            true => {
+                let head = r.split(" -m multiport ").next().unwrap_or_default();
+                let ports = r.split(" --dports ").nth(1).and_then(|s| s.split(' ').next());
+                t.jumps(TOP_DNAT, &chain).any(|x| {
+                    x.starts_with(head) && ports.is_some_and(|p| x.contains(&format!(" --dports {p} ")))
+                })
+            }
+        };
+        if !found {
+            return fail(format!("rule {r} in chain {TOP_DNAT} not found in table nat"));
+        }
+    }
+    for entry in ["PREROUTING", "OUTPUT"] {
+        if !t.has_rule(entry, DNAT_ENTRY) {
+            return fail(format!("rule {DNAT_ENTRY} in chain {entry} not found in table nat"));
+        }
+    }
+    Ok(())
+}
+
+/// Remove the attachment's chains and entry rules from both families. Missing tools,
+/// tables and chains are not errors (DEL is idempotent).
+pub fn teardown(att: Attachment) -> Result<(), Error> {
+    for family in Family::BOTH {
+        let t = match family.save() {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => return Err(Error::internal(format!("could not teardown dnat: {e}"))),
+        };
+        let mut lines = vec![];
+        remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut lines);
+        remove_chain(&t, &chain_name("SN-", att), OLD_TOP_SNAT, &mut lines);
+        let which = if family.v6 { "ipv6" } else { "ipv4" };
+        family
+            .restore(&lines)
+            .map_err(|e| Error::internal(format!("could not teardown {which} dnat: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
+/// the entry rules' comments say which network and container a chain belongs to.
+pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    for family in Family::BOTH {
+        let t = match family.save() {
+            Ok(Some(t)) => t,
+            Ok(None) => continue,
+            Err(e) => return Err(Error::internal(format!("portmap GC: {e}"))),
+        };
+        let mut stale: Vec<String> = vec![];
+        for r in t.rules_of(TOP_DNAT) {
+            let w = split_rule(r);
+            let comment = w.windows(2).find(|p| p[0] == "--comment").map(|p| p[1].clone());
+            let target = w.windows(2).find(|p| p[0] == "-j").map(|p| p[1].clone());
+            let (Some((name, id)), Some(target)) = (comment.as_deref().and_then(parse_comment), target) else {
+                continue;
+            };
+            let att = Attachment {
+                network,
+                container_id: &id,
+            };
+            // a trimmed comment cannot be trusted to name the container: leave it
+            if name == network && target == dnat_chain(att) && !valid.iter().any(|(cid, _)| *cid == id) {
+                stale.push(id);
+            }
+        }
+        stale.sort();
+        stale.dedup();
+        let mut lines = vec![];
+        for id in &stale {
+            remove_chain(
+                &t,
+                &dnat_chain(Attachment {
+                    network,
+                    container_id: id,
+                }),
+                TOP_DNAT,
+                &mut lines,
+            );
+        }
+        family
+            .restore(&lines)
+            .map_err(|e| Error::internal(format!("portmap GC: {e}")))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::{Backend, Conf, PortMapping};
+    use super::*;
+
+    const ATT: Attachment = Attachment {
+        network: "mynet",
+        container_id: "ctr1",
+    };
+
+    fn conf(mappings: Vec<PortMapping>) -> Conf {
+        Conf {
+            backend: Backend::Iptables,
+            snat: true,
+            masq_all: false,
+            mark_masq_bit: 13,
+            external_set_mark_chain: None,
+            conditions_v4: vec![],
+            conditions_v6: vec![],
+            mappings,
+            container_v4: None,
+            container_v6: None,
+        }
+    }
+
+    fn pm(host: u16, cont: u16, p: Protocol, ip: Option<&str>) -> PortMapping {
+        PortMapping {
+            host_port: host,
+            container_port: cont,
+            protocol: p,
+            host_ip: ip.map(|s| s.parse().unwrap()),
+        }
+    }
+
+    fn sample() -> Conf {
+        conf(vec![
+            pm(8080, 80, Protocol::Tcp, None),
+            pm(8081, 81, Protocol::Udp, Some("10.0.0.1")),
+            pm(8443, 443, Protocol::Tcp, Some("fd00::1")),
+        ])
+    }
+
+    /// What iptables-save printed after the reference 1.1.1 ADD of `sample()` for
+    /// 10.0.0.2/24 and fd00::2/64 (network mynet, container ctr1).
+    #[test]
+    fn rules_are_the_reference_layout_as_iptables_save_prints_it() {
+        let c = sample();
+        assert_eq!(dnat_chain(ATT), "CNI-DN-5145007e2a8415ce07579");
+        assert_eq!(
+            dnat_rules(&c, "10.0.0.2/24".parse().unwrap()),
+            vec![
+                "-s 10.0.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80",
+                "-s 10.0.0.0/24 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j CNI-HOSTPORT-SETMARK",
+                "-s 127.0.0.1/32 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j CNI-HOSTPORT-SETMARK",
+                "-d 10.0.0.1/32 -p udp -m udp --dport 8081 -j DNAT --to-destination 10.0.0.2:81",
+            ]
+        );
+        assert_eq!(
+            dnat_rules(&c, "fd00::2/64".parse().unwrap()),
+            vec![
+                "-s fd00::/64 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd00::2]:80",
+                "-s fd00::/64 -d fd00::1/128 -p tcp -m tcp --dport 8443 -j CNI-HOSTPORT-SETMARK",
+                "-d fd00::1/128 -p tcp -m tcp --dport 8443 -j DNAT --to-destination [fd00::2]:443",
+            ]
+        );
+        assert_eq!(
+            entry_rules(&c, ATT, false),
+            vec![
+                r#"-p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579"#,
+                r#"-p udp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8081 -j CNI-DN-5145007e2a8415ce07579"#,
+            ]
+        );
+        assert_eq!(
+            set_mark_rule(13),
+            r#"-m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000"#
+        );
+        assert_eq!(masq_rule(0), "-m mark --mark 0x1/0x1 -j MASQUERADE");
+    }
+
+    #[test]
+    fn multiport_groups_of_fifteen() {
+        let c = conf((1..=16).map(|p| pm(p, 80, Protocol::Tcp, None)).collect());
+        let e = entry_rules(&c, ATT, false);
+        assert_eq!(e.len(), 2);
+        assert!(e[0].contains("--dports 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 -j"));
+        assert!(e[1].contains("--dports 16 -j"));
+    }
+
+    #[test]
+    fn snat_off_external_chain_and_masq_all() {
+        let mut c = conf(vec![pm(80, 8080, Protocol::Sctp, None)]);
+        c.snat = false;
+        assert_eq!(
+            dnat_rules(&c, "10.1.0.5/16".parse().unwrap()),
+            vec!["-p sctp -m sctp --dport 80 -j DNAT --to-destination 10.1.0.5:8080"]
+        );
+        c.snat = true;
+        c.external_set_mark_chain = Some("KUBE-MARK-MASQ".into());
+        c.masq_all = true;
+        assert_eq!(
+            dnat_rules(&c, "10.1.0.5/16".parse().unwrap())[0],
+            "-p sctp -m sctp --dport 80 -j KUBE-MARK-MASQ"
+        );
+    }
+
+    #[test]
+    fn conditions_follow_the_ports_and_are_quoted() {
+        let mut c = conf(vec![pm(80, 8080, Protocol::Tcp, None)]);
+        c.conditions_v4 = vec!["-m".into(), "comment".into(), "--comment".into(), "a b".into()];
+        assert!(entry_rules(&c, ATT, false)[0].ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
+        assert!(!entry_rules(&c, ATT, true)[0].contains("a b"));
+    }
+
+    #[test]
+    fn long_comments_are_trimmed_as_the_reference() {
+        let long = "x".repeat(300);
+        let c = comment(Attachment {
+            network: "n",
+            container_id: &long,
+        });
+        assert_eq!(c.len(), 256);
+        assert!(c.ends_with("..."));
+    }
+
+    const SAVED: &str = r#"# Generated by iptables-save v1.8.9 (nf_tables)
+*nat
+:PREROUTING ACCEPT [0:0]
+:CNI-DN-5145007e2a8415ce07579 - [0:0]
+:CNI-HOSTPORT-DNAT - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A CNI-DN-5145007e2a8415ce07579 -s 10.0.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK
+-A CNI-DN-5145007e2a8415ce07579 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80
+-A CNI-DN-5145007e2a8415ce07579 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j DNAT --to-destination 10.0.0.2:81
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579
+COMMIT
+"#;
+
+    #[test]
+    fn saved_tables_parse_into_claims_and_removals() {
+        let t = NatTable::parse(SAVED);
+        assert!(t.has_chain("CNI-HOSTPORT-DNAT"));
+        assert!(t.has_rule("PREROUTING", DNAT_ENTRY));
+        let claims = t.claims();
+        assert_eq!(claims.len(), 2);
+        assert_eq!(claims[0].protocol, Protocol::Tcp);
+        assert_eq!(claims[0].host_port, 8080);
+        assert_eq!(claims[0].dest, None);
+        assert_eq!(claims[0].owner, "container ctr1 of network mynet");
+        assert_eq!(claims[0].container_id.as_deref(), Some("ctr1"));
+        assert_eq!(claims[1].dest, Some("10.0.0.1".parse().unwrap()));
+        let mut lines = vec![];
+        remove_chain(&t, "CNI-DN-5145007e2a8415ce07579", TOP_DNAT, &mut lines);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("-D CNI-HOSTPORT-DNAT -p tcp -m comment"));
+        assert_eq!(lines[2], "-X CNI-DN-5145007e2a8415ce07579");
+        assert_eq!(
+            parse_comment(r#"dnat name: "mynet" id: "ctr1""#),
+            Some(("mynet".into(), "ctr1".into()))
+        );
+    }
+}
