@@ -1,23 +1,22 @@
-//! Connection tracking over ctnetlink (the `conntrack` tool's protocol, on a
-//! NETLINK_NETFILTER socket): find and delete entries, in the plugins' words.
+//! Connection tracking over ctnetlink (the `conntrack` tool's protocol) on the shared
+//! [`NfSocket`]: list and delete entries, in the plugins' words.
 //!
 //! portmap uses it to drop stale UDP entries for a newly mapped host port: a UDP "flow"
-//! that was tracked before the DNAT rule existed keeps going where it went (often nowhere)
-//! until it times out, however long the client keeps sending.
+//! tracked before the DNAT rule existed keeps going where it went (often nowhere) for as
+//! long as the client keeps sending.
 //!
 //! The kernel cannot delete by a partial tuple, so entries are dumped (per family) and each
 //! match is deleted by its original tuple, copied verbatim from the dump, with its zone.
-use super::handle::{Handle, Op, Result};
-use super::transport::{Socket, Transport};
+use super::netfilter::{msg_type, Attrs, NfSocket, NFNL_SUBSYS_CTNETLINK};
 use super::types::Family;
-use super::wire::{self, NLA_F_NESTED};
+use super::wire::{self, NLA_F_NESTED, NLM_F_DUMP};
+use super::Result;
+use crate::netns::Netns;
+use std::net::IpAddr;
 
-// nfnetlink
-const NFNETLINK_V0: u8 = 0;
-const NFNL_SUBSYS_CTNETLINK: u16 = 1;
-const IPCTNL_MSG_CT_NEW: u16 = 0;
-const IPCTNL_MSG_CT_GET: u16 = 1;
-const IPCTNL_MSG_CT_DELETE: u16 = 2;
+const IPCTNL_MSG_CT_NEW: u8 = 0;
+const IPCTNL_MSG_CT_GET: u8 = 1;
+const IPCTNL_MSG_CT_DELETE: u8 = 2;
 
 // ctnetlink attributes
 const CTA_TUPLE_ORIG: u16 = 1;
@@ -39,86 +38,71 @@ pub const PROTO_SCTP: u8 = 132;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub protocol: u8,
-    pub dst: Option<std::net::IpAddr>,
+    pub dst: Option<IpAddr>,
     pub dst_port: Option<u16>,
-    /// The CTA_TUPLE_ORIG attribute (payload) and CTA_ZONE (payload), to delete this entry.
+    /// The payloads of CTA_TUPLE_ORIG and CTA_ZONE, which name this entry on delete.
     orig_tuple: Vec<u8>,
     zone: Option<Vec<u8>>,
 }
 
-/// A ctnetlink handle for one network namespace.
-pub struct Conntrack<T: Transport = Socket> {
-    handle: Handle<T>,
+/// ctnetlink in one network namespace.
+pub struct Conntrack {
+    sock: NfSocket,
 }
 
-impl Conntrack<Socket> {
-    /// A handle for the calling thread's current namespace.
-    pub fn current() -> Result<Conntrack<Socket>> {
-        let socket = Socket::connect_netfilter().map_err(|e| Op::new("open", "netfilter netlink socket").transport(e))?;
+impl Conntrack {
+    /// Conntrack of the calling thread's current namespace.
+    pub fn current() -> Result<Conntrack> {
         Ok(Conntrack {
-            handle: Handle::with_transport(socket),
+            sock: NfSocket::current()?,
         })
     }
-}
 
-fn nfgenmsg(family: u8) -> Vec<u8> {
-    vec![family, NFNETLINK_V0, 0, 0]
-}
-
-fn msg_type(m: u16) -> u16 {
-    (NFNL_SUBSYS_CTNETLINK << 8) | m
-}
-
-fn put_attr(buf: &mut Vec<u8>, ty: u16, payload: &[u8]) {
-    let len = 4 + payload.len();
-    buf.extend_from_slice(&(len as u16).to_ne_bytes());
-    buf.extend_from_slice(&ty.to_ne_bytes());
-    buf.extend_from_slice(payload);
-    buf.resize(buf.len() + ((4 - len % 4) % 4), 0);
-}
-
-impl<T: Transport> Conntrack<T> {
-    pub fn with_transport(transport: T) -> Conntrack<T> {
-        Conntrack {
-            handle: Handle::with_transport(transport),
-        }
-    }
-
-    pub fn transport(&self) -> &T {
-        self.handle.transport()
+    /// Conntrack of `netns`.
+    pub fn open(netns: &Netns) -> Result<Conntrack> {
+        Ok(Conntrack {
+            sock: NfSocket::open(netns)?,
+        })
     }
 
     /// Every entry of one family (`V4` or `V6`).
     pub fn entries(&self, family: Family) -> Result<Vec<Entry>> {
-        let op = Op::new("list", "conntrack entries").feature("nf_conntrack_netlink");
-        let msgs = self
-            .handle
-            .dump(&op, msg_type(IPCTNL_MSG_CT_GET), nfgenmsg(family.af()))?;
+        let msgs = self.sock.request(
+            "list",
+            "conntrack entries",
+            msg_type(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_GET),
+            NLM_F_DUMP,
+            family.af(),
+            0,
+            &[],
+        )?;
         Ok(msgs
             .iter()
-            .filter(|m| m.kind == msg_type(IPCTNL_MSG_CT_NEW))
-            .filter_map(|m| decode_entry(m.payload.get(4..)?))
+            .filter(|m| m.kind == msg_type(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_NEW))
+            .filter_map(|m| decode_entry(&m.attrs))
             .collect())
     }
 
     /// Deletes one entry; already gone (it expired meanwhile) is done.
     pub fn delete(&self, family: Family, e: &Entry) -> Result<()> {
-        let op = Op::new(
-            "delete",
-            format!(
-                "conntrack entry proto {} dport {}",
-                e.protocol,
-                e.dst_port.map(|p| p.to_string()).unwrap_or_default()
-            ),
+        let object = format!(
+            "conntrack entry proto {} to {}:{}",
+            e.protocol,
+            e.dst.map(|a| a.to_string()).unwrap_or_default(),
+            e.dst_port.map(|p| p.to_string()).unwrap_or_default()
         );
-        let mut payload = nfgenmsg(family.af());
-        put_attr(&mut payload, CTA_TUPLE_ORIG | NLA_F_NESTED, &e.orig_tuple);
-        if let Some(zone) = &e.zone {
-            put_attr(&mut payload, CTA_ZONE, zone);
-        }
-        match self.handle.modify(&op, msg_type(IPCTNL_MSG_CT_DELETE), 0, payload) {
+        let attrs = delete_attrs(e);
+        match self.sock.request(
+            "delete",
+            &object,
+            msg_type(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_DELETE),
+            0,
+            family.af(),
+            0,
+            attrs.as_bytes(),
+        ) {
             Err(err) if err.is_not_found() => Ok(()),
-            other => other,
+            other => other.map(drop),
         }
     }
 
@@ -137,11 +121,19 @@ impl<T: Transport> Conntrack<T> {
     }
 }
 
+fn delete_attrs(e: &Entry) -> Attrs {
+    let mut a = Attrs::new();
+    a.bytes(CTA_TUPLE_ORIG | NLA_F_NESTED, &e.orig_tuple);
+    if let Some(zone) = &e.zone {
+        a.bytes(CTA_ZONE, zone);
+    }
+    a
+}
+
 fn decode_entry(attrs: &[u8]) -> Option<Entry> {
     let tuple = wire::find(attrs, CTA_TUPLE_ORIG)?;
     let proto = wire::find(tuple, CTA_TUPLE_PROTO)?;
-    let ip = wire::find(tuple, CTA_TUPLE_IP);
-    let dst = ip
+    let dst = wire::find(tuple, CTA_TUPLE_IP)
         .and_then(|ip| wire::find(ip, CTA_IP_V4_DST).or_else(|| wire::find(ip, CTA_IP_V6_DST)))
         .and_then(wire::as_ip);
     Some(Entry {
@@ -157,72 +149,36 @@ fn decode_entry(attrs: &[u8]) -> Option<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::{FakeTransport, Message, Reply};
 
-    /// A CT_NEW message as a dump carries it: nfgenmsg, then the original tuple.
-    fn entry_msg(proto: u8, dst: [u8; 4], dport: u16) -> Message {
-        let mut ip = vec![];
-        put_attr(&mut ip, 1, &[10, 0, 0, 9]);
-        put_attr(&mut ip, CTA_IP_V4_DST, &dst);
-        let mut pr = vec![];
-        put_attr(&mut pr, CTA_PROTO_NUM, &[proto]);
-        put_attr(&mut pr, 2, &40000u16.to_be_bytes());
-        put_attr(&mut pr, CTA_PROTO_DST_PORT, &dport.to_be_bytes());
-        let mut tuple = vec![];
-        put_attr(&mut tuple, CTA_TUPLE_IP | NLA_F_NESTED, &ip);
-        put_attr(&mut tuple, CTA_TUPLE_PROTO | NLA_F_NESTED, &pr);
-        let mut payload = nfgenmsg(wire::AF_INET);
-        put_attr(&mut payload, CTA_TUPLE_ORIG | NLA_F_NESTED, &tuple);
-        put_attr(&mut payload, CTA_ZONE, &7u16.to_be_bytes());
-        Message {
-            kind: msg_type(IPCTNL_MSG_CT_NEW),
-            flags: 2,
-            payload,
-        }
+    /// The attributes of a CT_NEW message as a dump carries them.
+    fn dumped(proto: u8, dst: [u8; 4], dport: u16) -> Attrs {
+        let mut a = Attrs::new();
+        a.nest(CTA_TUPLE_ORIG, |t| {
+            t.nest(CTA_TUPLE_IP, |ip| {
+                ip.bytes(1, &[10, 0, 0, 9]).bytes(CTA_IP_V4_DST, &dst);
+            })
+            .nest(CTA_TUPLE_PROTO, |p| {
+                p.u8(CTA_PROTO_NUM, proto).be16(2, 40000).be16(CTA_PROTO_DST_PORT, dport);
+            });
+        })
+        .be16(CTA_ZONE, 7);
+        a
     }
 
     #[test]
-    fn deletes_matching_entries_by_their_original_tuple() {
-        let fake = FakeTransport::new();
-        fake.push_reply(Reply {
-            messages: vec![
-                entry_msg(PROTO_UDP, [10, 0, 0, 1], 5353),
-                entry_msg(PROTO_TCP, [10, 0, 0, 1], 5353),
-                entry_msg(PROTO_UDP, [10, 0, 0, 1], 53),
-            ],
-            interrupted: false,
-        });
-        fake.push_ack();
-        let ct = Conntrack::with_transport(&fake);
-        assert_eq!(ct.delete_by_dst_port(Family::V4, PROTO_UDP, 5353).unwrap(), 1);
-        let reqs = fake.requests();
-        assert_eq!(reqs.len(), 2);
-        assert_eq!(reqs[0].kind, 0x101);
-        assert_eq!(reqs[0].payload, vec![wire::AF_INET, 0, 0, 0]);
-        assert_eq!(reqs[1].kind, 0x102);
-        // the delete carries the dump's tuple and zone, byte for byte
-        let dumped = &entry_msg(PROTO_UDP, [10, 0, 0, 1], 5353).payload;
-        assert_eq!(&reqs[1].payload, dumped);
-    }
-
-    #[test]
-    fn an_entry_gone_meanwhile_is_deleted() {
-        let fake = FakeTransport::new();
-        fake.push_reply(Reply {
-            messages: vec![entry_msg(PROTO_UDP, [10, 0, 0, 1], 5353)],
-            interrupted: false,
-        });
-        fake.push_errno(libc::ENOENT);
-        let ct = Conntrack::with_transport(&fake);
-        assert_eq!(ct.delete_by_dst_port(Family::V4, PROTO_UDP, 5353).unwrap(), 1);
-    }
-
-    #[test]
-    fn entries_decode_destination() {
-        let m = entry_msg(PROTO_UDP, [192, 168, 1, 1], 9);
-        let e = decode_entry(&m.payload[4..]).unwrap();
-        assert_eq!(e.dst, Some("192.168.1.1".parse().unwrap()));
-        assert_eq!(e.dst_port, Some(9));
+    fn entries_decode_protocol_destination_and_port() {
+        let e = decode_entry(dumped(PROTO_UDP, [192, 168, 1, 1], 5353).as_bytes()).unwrap();
         assert_eq!(e.protocol, PROTO_UDP);
+        assert_eq!(e.dst, Some("192.168.1.1".parse().unwrap()));
+        assert_eq!(e.dst_port, Some(5353));
+        assert!(decode_entry(&[]).is_none());
+    }
+
+    #[test]
+    fn a_delete_names_the_entry_by_its_dumped_tuple_and_zone() {
+        let a = dumped(PROTO_UDP, [10, 0, 0, 1], 53);
+        let e = decode_entry(a.as_bytes()).unwrap();
+        // the tuple and zone go back byte for byte (with the nested flag on the tuple)
+        assert_eq!(delete_attrs(&e).as_bytes(), a.as_bytes());
     }
 }

@@ -1,7 +1,7 @@
 //! The seam under [`Handle`](super::Handle): one request out, the replies that belong to it back.
 //!
 //! [`Socket`] talks to the kernel through neli's `NlSocketHandle` on the calling thread (no
-//! router thread). [`FakeTransport`](super::FakeTransport) records requests and serves canned
+//! router thread). `testing::FakeTransport` records requests and serves canned
 //! replies, so code above this seam can be tested without root.
 use std::cell::Cell;
 
@@ -63,17 +63,6 @@ impl Socket {
         let sock = NlSocketHandle::connect(NlFamily::Route, None, Groups::empty()).map_err(socket_error)?;
         // Strict checking lets dumps be filtered by the kernel (per link, per family).
         sock.enable_strict_checking(true).map_err(socket_error)?;
-        sock.enable_ext_ack(true).map_err(socket_error)?;
-        Ok(Socket {
-            sock,
-            seq: Cell::new(1),
-        })
-    }
-
-    /// Opens a NETLINK_NETFILTER socket (nf_tables, conntrack) in the calling thread's
-    /// current network namespace.
-    pub fn connect_netfilter() -> Result<Socket, TransportError> {
-        let sock = NlSocketHandle::connect(NlFamily::Netfilter, None, Groups::empty()).map_err(socket_error)?;
         sock.enable_ext_ack(true).map_err(socket_error)?;
         Ok(Socket {
             sock,
