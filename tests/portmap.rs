@@ -156,12 +156,13 @@ fn a_host_port_mapped_by_another_attachment_is_an_error() {
         let before = (node.ipt_nat(), node.nft_tables());
         let cb = pm_conf(Some(b), json!([udp(8080, 80), tcp(8080, 81)]), &prev_b, json!({}));
         let msg = node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &cb).failure(999);
-        assert!(
-            msg.starts_with("host port 8080/tcp is already mapped by "),
-            "{msg}"
-        );
+        assert!(msg.starts_with("host port 8080/tcp is already mapped by "), "{msg}");
         assert!(msg.contains("ctr-a"), "{msg}");
-        assert_eq!((node.ipt_nat(), node.nft_tables()), before, "the failed ADD changed nothing");
+        assert_eq!(
+            (node.ipt_nat(), node.nft_tables()),
+            before,
+            "the failed ADD changed nothing"
+        );
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         // the same attachment again is no clash (a runtime may repeat an ADD) ...
         node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &ca).success();
@@ -173,8 +174,13 @@ fn a_host_port_mapped_by_another_attachment_is_an_error() {
             &prev_b,
             json!({}),
         );
-        let msg = node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &other).failure(999);
-        assert!(msg.contains("on 10.99.0.1"), "an address-limited mapping still overlaps a wildcard one: {msg}");
+        let msg = node
+            .pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &other)
+            .failure(999);
+        assert!(
+            msg.contains("on 10.99.0.1"),
+            "an address-limited mapping still overlaps a wildcard one: {msg}"
+        );
         let other = pm_conf(Some(b), json!([udp(8080, 80)]), &prev_b, json!({}));
         node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &other).success();
         // once the first is gone the port is free
@@ -198,7 +204,10 @@ fn host_ip_limits_the_forwarded_destination() {
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         assert_eq!(tcp_get(&node.client, sa("192.168.77.3", 8080)), None);
         // 0.0.0.0 means every address
-        assert_eq!(tcp_get(&node.client, sa("192.168.77.3", 8090)).as_deref(), Some("ctr-a"));
+        assert_eq!(
+            tcp_get(&node.client, sa("192.168.77.3", 8090)).as_deref(),
+            Some("ctr-a")
+        );
         // an IPv6 host IP does not apply to an IPv4-only container
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8443)), None);
     });
@@ -214,10 +223,16 @@ fn assert_no_rules(node: &Node, id: &str) {
             container_id: id,
         },
     );
-    assert!(!ipt.contains(&format!("id: \\\"{id}\\\"")), "iptables rules left:\n{ipt}");
+    assert!(
+        !ipt.contains(&format!("id: \\\"{id}\\\"")),
+        "iptables rules left:\n{ipt}"
+    );
     assert!(!ipt.contains(&chain), "iptables chain left:\n{ipt}");
     let nft = node.nft_tables();
-    assert!(!nft.contains(&format!("comment \"{id}\"")), "nftables rules left:\n{nft}");
+    assert!(
+        !nft.contains(&format!("comment \"{id}\"")),
+        "nftables rules left:\n{nft}"
+    );
 }
 
 #[test]
@@ -243,10 +258,18 @@ fn del_matrix() {
         ];
         for (what, netns, conf) in cases {
             add(&node);
-            assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"), "{what}");
+            assert_eq!(
+                tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(),
+                Some("ctr-a"),
+                "{what}"
+            );
             node.pm(Side::Cnibox, "DEL", "ctr-a", netns, conf).success();
             assert_no_rules(&node, "ctr-a");
-            assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None, "{what}: still forwarded");
+            assert_eq!(
+                tcp_get(&node.client, sa(NODE_V4, 8080)),
+                None,
+                "{what}: still forwarded"
+            );
             // idempotent
             node.pm(Side::Cnibox, "DEL", "ctr-a", netns, conf).success();
         }
@@ -263,7 +286,9 @@ fn check_verifies_the_rules() {
         node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).success();
         let mut no_prev = c.clone();
         no_prev.as_object_mut().unwrap().remove("prevResult");
-        let msg = node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &no_prev).failure(999);
+        let msg = node
+            .pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &no_prev)
+            .failure(999);
         assert_eq!(msg, "Required prevResult missing");
         // a CHECK for a container whose rules are gone fails
         let msg = node.pm(Side::Cnibox, "CHECK", "ctr-z", ns.path_str(), &c).failure(999);
@@ -313,7 +338,9 @@ fn add_without_mappings_or_prev_result() {
     assert_no_rules(&node, "ctr-a");
     let mut no_prev = pm_conf(None, json!([tcp(1, 1)]), &prev, json!({}));
     no_prev.as_object_mut().unwrap().remove("prevResult");
-    let msg = node.pm(Side::Cnibox, "ADD", "ctr-a", ns.path_str(), &no_prev).failure(999);
+    let msg = node
+        .pm(Side::Cnibox, "ADD", "ctr-a", ns.path_str(), &no_prev)
+        .failure(999);
     assert_eq!(msg, "must be called as chained plugin");
 }
 
@@ -323,8 +350,16 @@ fn bad_input_changes_nothing() {
     let (ns, prev) = node.container("ctr-a", false);
     let before = (node.ipt_nat(), node.nft_tables());
     let cases = [
-        (json!([tcp(70000, 80)]), json!({}), "failed to parse config: Invalid host port number: 70000"),
-        (json!([tcp(80, 0)]), json!({}), "failed to parse config: Invalid container port number: 0"),
+        (
+            json!([tcp(70000, 80)]),
+            json!({}),
+            "failed to parse config: Invalid host port number: 70000",
+        ),
+        (
+            json!([tcp(80, 0)]),
+            json!({}),
+            "failed to parse config: Invalid container port number: 0",
+        ),
         (
             json!([{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]),
             json!({}),
@@ -335,8 +370,16 @@ fn bad_input_changes_nothing() {
             json!({}),
             "failed to parse config: Invalid host IP \"nope\" for host port 80",
         ),
-        (json!([tcp(80, 80)]), json!({"markMasqBit": 32}), "failed to parse config: MasqMarkBit must be between 0 and 31"),
-        (json!([tcp(80, 80)]), json!({"backend": "pf"}), "failed to parse config: unrecognized backend \"pf\""),
+        (
+            json!([tcp(80, 80)]),
+            json!({"markMasqBit": 32}),
+            "failed to parse config: MasqMarkBit must be between 0 and 31",
+        ),
+        (
+            json!([tcp(80, 80)]),
+            json!({"backend": "pf"}),
+            "failed to parse config: unrecognized backend \"pf\"",
+        ),
     ];
     for (m, extra, want) in cases {
         let c = pm_conf(None, m, &prev, extra);

@@ -158,7 +158,9 @@ mod tests {
                 ip.bytes(1, &[10, 0, 0, 9]).bytes(CTA_IP_V4_DST, &dst);
             })
             .nest(CTA_TUPLE_PROTO, |p| {
-                p.u8(CTA_PROTO_NUM, proto).be16(2, 40000).be16(CTA_PROTO_DST_PORT, dport);
+                p.u8(CTA_PROTO_NUM, proto)
+                    .be16(2, 40000)
+                    .be16(CTA_PROTO_DST_PORT, dport);
             });
         })
         .be16(CTA_ZONE, 7);

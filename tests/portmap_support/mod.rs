@@ -23,7 +23,7 @@ pub const CLIENT_V4: &str = "192.168.77.2";
 pub const BRIDGE: &str = "cni-pm0";
 
 /// The backends every traffic test runs with.
-pub const BACKENDS: &[&str] = &["iptables"];
+pub const BACKENDS: &[&str] = &["iptables", "nftables"];
 
 /// The node, a client outside it, and the reference dir when a test wants it.
 pub struct Node {
@@ -36,10 +36,20 @@ impl Node {
         let env = TestEnv::new();
         let client = Netns::new("x");
         env.host.ip(&[
-            "link", "add", "ext0", "type", "veth", "peer", "name", "eth0", "netns", &client.name,
+            "link",
+            "add",
+            "ext0",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            &client.name,
         ]);
         env.host.ip(&["addr", "add", &format!("{NODE_V4}/24"), "dev", "ext0"]);
-        env.host.ip(&["addr", "add", &format!("{NODE_V6}/64"), "dev", "ext0", "nodad"]);
+        env.host
+            .ip(&["addr", "add", &format!("{NODE_V6}/64"), "dev", "ext0", "nodad"]);
         env.host.ip(&["link", "set", "ext0", "up"]);
         client.ip(&["addr", "add", &format!("{CLIENT_V4}/24"), "dev", "eth0"]);
         client.ip(&["addr", "add", "fd77::2/64", "dev", "eth0", "nodad"]);
@@ -174,7 +184,11 @@ pub fn iptables_state(ns: &Netns) -> String {
 pub fn nft_portmap_tables(ns: &Netns) -> String {
     let mut out = String::new();
     for fam in ["ip", "ip6"] {
-        let o = ns.command("nft").args(["list", "table", fam, "cni_hostport"]).output().unwrap();
+        let o = ns
+            .command("nft")
+            .args(["list", "table", fam, "cni_hostport"])
+            .output()
+            .unwrap();
         out.push_str(&String::from_utf8_lossy(&o.stdout));
     }
     out

@@ -55,6 +55,12 @@ impl Protocol {
         }
     }
 
+    pub fn from_number(n: u8) -> Option<Protocol> {
+        [Protocol::Tcp, Protocol::Udp, Protocol::Sctp]
+            .into_iter()
+            .find(|p| p.number() == n)
+    }
+
     fn parse(s: &str) -> Option<Protocol> {
         // iptables takes any case; the reference passes the string through.
         match s.to_ascii_lowercase().as_str() {
@@ -146,7 +152,9 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
     let mappings = mappings(&obj)?;
     let prev = cniconf::prev_result(req).map_err(|e| match e.msg.starts_with("could not parse prevResult: json") {
         // a prevResult of the wrong JSON type fails in the first decode, as in Go
-        true => decode(Error::internal(e.msg.trim_start_matches("could not parse prevResult: "))),
+        true => decode(Error::internal(
+            e.msg.trim_start_matches("could not parse prevResult: "),
+        )),
         false => e,
     })?;
 
@@ -158,7 +166,13 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
         Some(b @ 0..=31) => b as u32,
         Some(_) => return Err(bad("MasqMarkBit must be between 0 and 31")),
     };
-    let backend = choose_backend(backend, external.is_some(), cond4.as_deref(), cond6.as_deref(), nf_tables)?;
+    let backend = choose_backend(
+        backend,
+        external.is_some(),
+        cond4.as_deref(),
+        cond6.as_deref(),
+        nf_tables,
+    )?;
     let (container_v4, container_v6) = match &prev {
         Some(prev) => container_ips(prev, &req.ifname),
         None => (None, None),
@@ -194,12 +208,18 @@ fn mappings(obj: &Map<String, Value>) -> Result<Vec<PortMapping>, Error> {
     let mut out = vec![];
     for entry in json::opt_array(rc, "portMappings", "PortMapConf.runtimeConfig.portMappings").map_err(decode)? {
         let e = json::as_object(entry, "PortMapConf.runtimeConfig.portMappings").map_err(decode)?;
-        let host_port = json::opt_int(&e, "hostPort", &path("hostPort")).map_err(decode)?.unwrap_or(0);
+        let host_port = json::opt_int(&e, "hostPort", &path("hostPort"))
+            .map_err(decode)?
+            .unwrap_or(0);
         let container_port = json::opt_int(&e, "containerPort", &path("containerPort"))
             .map_err(decode)?
             .unwrap_or(0);
-        let protocol = json::opt_str(&e, "protocol", &path("protocol")).map_err(decode)?.unwrap_or("");
-        let host_ip = json::opt_str(&e, "hostIP", &path("hostIP")).map_err(decode)?.unwrap_or("");
+        let protocol = json::opt_str(&e, "protocol", &path("protocol"))
+            .map_err(decode)?
+            .unwrap_or("");
+        let host_ip = json::opt_str(&e, "hostIP", &path("hostIP"))
+            .map_err(decode)?
+            .unwrap_or("");
         out.push((host_port, container_port, protocol.to_string(), host_ip.to_string()));
     }
     // The reference checks every container port and host port before anything else.
@@ -384,15 +404,24 @@ mod tests {
             "failed to parse config: Invalid host port number: -1"
         );
         assert_eq!(
-            msg(load_with(pm(json!({"hostPort": 70000, "containerPort": 5, "protocol": "tcp"})), true)),
+            msg(load_with(
+                pm(json!({"hostPort": 70000, "containerPort": 5, "protocol": "tcp"})),
+                true
+            )),
             "failed to parse config: Invalid host port number: 70000"
         );
         assert_eq!(
-            msg(load_with(pm(json!({"hostPort": 1, "containerPort": 5, "protocol": "icmp"})), true)),
+            msg(load_with(
+                pm(json!({"hostPort": 1, "containerPort": 5, "protocol": "icmp"})),
+                true
+            )),
             "failed to parse config: Invalid protocol \"icmp\" for host port 1 (tcp, udp or sctp)"
         );
         assert_eq!(
-            msg(load_with(pm(json!({"hostPort": 1, "containerPort": 5, "protocol": "udp", "hostIP": "x"})), true)),
+            msg(load_with(
+                pm(json!({"hostPort": 1, "containerPort": 5, "protocol": "udp", "hostIP": "x"})),
+                true
+            )),
             "failed to parse config: Invalid host IP \"x\" for host port 1"
         );
         assert_eq!(
@@ -411,7 +440,11 @@ mod tests {
             msg(load_with(with(base(), "markMasqBit", json!(32)), true)),
             "failed to parse config: MasqMarkBit must be between 0 and 31"
         );
-        let both = with(with(base(), "markMasqBit", json!(3)), "externalSetMarkChain", json!("X"));
+        let both = with(
+            with(base(), "markMasqBit", json!(3)),
+            "externalSetMarkChain",
+            json!("X"),
+        );
         assert_eq!(
             msg(load_with(both, true)),
             "failed to parse config: Cannot specify externalSetMarkChain and markMasqBit"

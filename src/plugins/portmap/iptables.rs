@@ -41,7 +41,9 @@ const COMMENT_MAX: usize = 255;
 pub fn chain_name(prefix: &str, att: Attachment) -> String {
     let mut s = format!(
         "CNI-{prefix}{}",
-        sha512::hex(&sha512::digest(format!("{}{}", att.network, att.container_id).as_bytes()))
+        sha512::hex(&sha512::digest(
+            format!("{}{}", att.network, att.container_id).as_bytes()
+        ))
     );
     s.truncate(28);
     s
@@ -187,7 +189,10 @@ impl NatTable {
     }
 
     fn rules_of<'a>(&'a self, chain: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.rules.iter().filter(move |(c, _)| c == chain).map(|(_, r)| r.as_str())
+        self.rules
+            .iter()
+            .filter(move |(c, _)| c == chain)
+            .map(|(_, r)| r.as_str())
     }
 
     fn has_rule(&self, chain: &str, rule: &str) -> bool {
@@ -196,7 +201,8 @@ impl NatTable {
 
     /// Rules of `chain` that jump to `target`.
     fn jumps<'a>(&'a self, chain: &'a str, target: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.rules_of(chain).filter(move |r| r.ends_with(&format!(" -j {target}")))
+        self.rules_of(chain)
+            .filter(move |r| r.ends_with(&format!(" -j {target}")))
     }
 
     /// The host ports forwarded by the CNI-DN chains, for the duplicate check.
@@ -362,7 +368,9 @@ pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
 
 /// Set up forwarding to `container` (one family), replacing what the attachment had.
 pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
-    let family = Family { v6: container.is_ipv6() };
+    let family = Family {
+        v6: container.is_ipv6(),
+    };
     let t = family.save_required()?;
     let mut lines = vec![];
     // The marking chains first: the DNAT chain's rules jump to them.
@@ -407,7 +415,9 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
 
 /// Verify the attachment's rules for `container` are all there.
 pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
-    let family = Family { v6: container.is_ipv6() };
+    let family = Family {
+        v6: container.is_ipv6(),
+    };
     let which = if family.v6 { "ipv6" } else { "ipv4" };
     let t = family.save_required()?;
     let chain = dnat_chain(att);
@@ -428,9 +438,8 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
             true => {
                 let head = r.split(" -m multiport ").next().unwrap_or_default();
                 let ports = r.split(" --dports ").nth(1).and_then(|s| s.split(' ').next());
-                t.jumps(TOP_DNAT, &chain).any(|x| {
-                    x.starts_with(head) && ports.is_some_and(|p| x.contains(&format!(" --dports {p} ")))
-                })
+                t.jumps(TOP_DNAT, &chain)
+                    .any(|x| x.starts_with(head) && ports.is_some_and(|p| x.contains(&format!(" --dports {p} "))))
             }
         };
         if !found {
@@ -624,7 +633,8 @@ mod tests {
     fn conditions_follow_the_ports_and_are_quoted() {
         let mut c = conf(vec![pm(80, 8080, Protocol::Tcp, None)]);
         c.conditions_v4 = vec!["-m".into(), "comment".into(), "--comment".into(), "a b".into()];
-        assert!(entry_rules(&c, ATT, false)[0].ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
+        assert!(entry_rules(&c, ATT, false)[0]
+            .ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
         assert!(!entry_rules(&c, ATT, true)[0].contains("a b"));
     }
 

@@ -76,10 +76,15 @@ impl Plugin for Portmap {
         for container in conf.container_ips() {
             refuse_taken_ports(&conf, att, container)?;
         }
-        let done = conf.container_ips().try_for_each(|container| forward(&conf, att, container));
+        let done = conf
+            .container_ips()
+            .try_for_each(|container| forward(&conf, att, container));
         if let Err(e) = done {
             if let Err(undo) = teardown(att) {
-                eprintln!("cnibox portmap: ADD failed; removing its rules failed too: {}", undo.msg);
+                eprintln!(
+                    "cnibox portmap: ADD failed; removing its rules failed too: {}",
+                    undo.msg
+                );
             }
             return Err(e);
         }
