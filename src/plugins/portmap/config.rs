@@ -153,7 +153,9 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
     let prev = cniconf::prev_result(req).map_err(|e| match e.msg.starts_with("could not parse prevResult: json") {
         // a prevResult of the wrong JSON type fails in the first decode, as in Go
         true => decode(Error::internal(
-            e.msg.trim_start_matches("could not parse prevResult: "),
+            e.msg
+                .trim_start_matches("could not parse prevResult: ")
+                .replace("Go struct field NetConf.", "Go struct field PortMapConf."),
         )),
         false => e,
     })?;

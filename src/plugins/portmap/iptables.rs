@@ -18,6 +18,7 @@ use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
 use crate::cni::result::network_of;
 use crate::cni::Error;
+use crate::netlink::nftables::{Family as NftFamily, Nftables};
 use crate::plugins::firewall_tools::{find_tool, split_rule};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
@@ -271,6 +272,29 @@ impl Family {
         format!("{}{what}", if self.v6 { "ip6tables" } else { "iptables" })
     }
 
+    /// Whether portmap's iptables chains may exist in this family, asked without running
+    /// iptables: legacy iptables' nat table is loaded (/proc/net/ip*_tables_names), or
+    /// iptables-nft's `nat` table has a `CNI-HOSTPORT-` or `CNI-DN-` chain. DEL, GC and the
+    /// duplicate check of the nftables backend skip the iptables tools when it says no.
+    pub fn may_have_rules(self) -> bool {
+        let legacy = if self.v6 {
+            "/proc/net/ip6_tables_names"
+        } else {
+            "/proc/net/ip_tables_names"
+        };
+        if std::fs::read_to_string(legacy).is_ok_and(|t| t.lines().any(|l| l == "nat")) {
+            return true;
+        }
+        let family = if self.v6 { NftFamily::Ip6 } else { NftFamily::Ip };
+        match Nftables::current().and_then(|n| n.chains(family, "nat")) {
+            Ok(chains) => chains.iter().any(|c| {
+                c.name.starts_with("CNI-HOSTPORT-") || c.name.starts_with("CNI-DN-") || c.name.starts_with("CNI-SN-")
+            }),
+            // cannot tell: ask iptables
+            Err(_) => true,
+        }
+    }
+
     /// The nat table, or None when this family's tools are missing or unusable (no
     /// kernel support): nothing of ours can exist there then.
     pub fn save(self) -> Result<Option<NatTable>, String> {
@@ -360,6 +384,9 @@ fn remove_chain(t: &NatTable, chain: &str, entry: &str, out: &mut Vec<String>) {
 
 /// The host ports this family's table forwards (none without the tools).
 pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
+    if !family.may_have_rules() {
+        return Ok(vec![]);
+    }
     match family.save() {
         Ok(t) => Ok(t.map(|t| t.claims()).unwrap_or_default()),
         Err(e) => Err(Error::internal(format!("failed to open iptables: {e}"))),
@@ -457,7 +484,7 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
 /// Remove the attachment's chains and entry rules from both families. Missing tools,
 /// tables and chains are not errors (DEL is idempotent).
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    for family in Family::BOTH {
+    for family in Family::BOTH.into_iter().filter(|f| f.may_have_rules()) {
         let t = match family.save() {
             Ok(Some(t)) => t,
             Ok(None) => continue,
@@ -477,7 +504,7 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
 /// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
 /// the entry rules' comments say which network and container a chain belongs to.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    for family in Family::BOTH {
+    for family in Family::BOTH.into_iter().filter(|f| f.may_have_rules()) {
         let t = match family.save() {
             Ok(Some(t)) => t,
             Ok(None) => continue,

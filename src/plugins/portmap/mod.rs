@@ -99,7 +99,13 @@ impl Plugin for Portmap {
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
-        let (conf, prev) = load(req)?;
+        // the reference's CHECK returns parse errors unwrapped
+        let (conf, prev) = load(req).map_err(|mut e| {
+            if let Some(m) = e.msg.strip_prefix("failed to parse config: ") {
+                e.msg = m.to_string();
+            }
+            e
+        })?;
         if prev.is_none() {
             return Err(Error::internal("Required prevResult missing"));
         }
