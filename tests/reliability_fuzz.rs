@@ -1,4 +1,4 @@
-//! Hostile input, in process: every plugin entry point (`cni::plugin::run_with`), `CNI_ARGS`,
+//! Hostile input, in process: every plugin entry point (firewall included) (`cni::plugin::run_with`), `CNI_ARGS`,
 //! results (parse, convert, round trip), resolv.conf, the OCI state, cache files and config
 //! lists get generated and mutated inputs for a bounded time (`CNIBOX_FUZZ_SECS`, default
 //! 3 s per target). Properties: nothing panics or hangs, every failure is a well-formed CNI
@@ -26,6 +26,8 @@ struct Call {
     stdin: Vec<u8>,
     /// The path of the caller's own network namespace (what code 8 is about).
     own: String,
+    /// The spec versions the plugin speaks (`Plugin::versions`).
+    versions: &'static [&'static str],
 }
 
 /// What the protocol says the outcome of a call must be.
@@ -107,10 +109,11 @@ fn expect(call: &Call) -> Expect {
         Some(Value::String(s)) => cni::version::normalize(s).to_string(),
         Some(_) => return Expect::Code(6),
     };
+    let speaks = call.versions.contains(&version.as_str());
     let gate_ok = match cmd.as_str() {
-        "ADD" | "DEL" => cni::version::is_supported(&version),
-        "CHECK" => cni::version::is_supported(&version) && cni::version::at_least(&version, "0.4.0"),
-        _ => cni::version::is_supported(&version) && cni::version::at_least(&version, "1.1.0"),
+        "ADD" | "DEL" => speaks,
+        "CHECK" => speaks && cni::version::at_least(&version, "0.4.0"),
+        _ => speaks && cni::version::at_least(&version, "1.1.0"),
     };
     if !gate_ok {
         return if matches!(cmd.as_str(), "ADD" | "DEL") {
@@ -258,6 +261,11 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
                        "snat": i % 3 != 0, "markMasqBit": i % 32, "masqAll": i % 4 == 1,
                        "conditionsV4": conditions})
             }
+            // chained: everything it acts on comes from prevResult (added below)
+            "firewall" => json!({"cniVersion": v, "name": "fznet", "type": "firewall",
+                                 "backend": (["iptables", "", "iptables", "firewalld"][i % 4]),
+                                 "ingressPolicy": (["open", "same-bridge", "isolated", ""][i % 4]),
+                                 "iptablesAdminChainName": (["", "FZ-ADMIN"][i % 2])}),
             other => {
                 json!({"cniVersion": v, "name": "fznet", "type": other, "mtu": 1400, "ipMasq": i % 2 == 0, "ipam": ipam})
             }
@@ -429,6 +437,7 @@ fn fuzz_plugin(applet: &str) {
                 env: gen_env(&mut r, &bin_dir, &container_paths, &own_netns_path()),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
                 own: own_netns_path(),
+                versions: plugin.versions(),
             };
             let out = check(&mut t, &call);
             // a successful ADD must be undone by DEL, twice (idempotence)
@@ -478,6 +487,11 @@ fn fuzz_plugin(applet: &str) {
 #[test]
 fn fuzz_host_local_entry_point() {
     fuzz_plugin("host-local");
+}
+
+#[test]
+fn fuzz_firewall_entry_point() {
+    fuzz_plugin("firewall");
 }
 
 #[test]
@@ -885,6 +899,7 @@ fn fuzz_binary_runs_keep_the_protocol() {
                 env: gen_env(&mut r, env.bin_dir.to_str().unwrap(), &container_paths, &own),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
                 own: own.clone(),
+                versions: cnibox::applets::plugin(applet).expect("a plugin").versions(),
             };
             let vars: Vec<(&str, &str)> = call.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let out = run_process(&env.bin_dir.join(applet), &env.host.path, &[], &vars, &call.stdin, HANG);

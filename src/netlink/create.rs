@@ -55,6 +55,16 @@ pub struct MacvlanSpec<'a> {
     pub bcqueuelen: Option<u32>,
 }
 
+/// An ifb (intermediate functional block) device, created up: the bandwidth plugin shapes
+/// a container's egress on one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IfbSpec<'a> {
+    pub name: &'a str,
+    pub mtu: Option<u32>,
+    /// Transmit queue length; the reference creates its ifbs with 0.
+    pub txqlen: Option<u32>,
+}
+
 /// The attributes common to every created link.
 fn base_attrs(op: &Op, name: &str, mtu: Option<u32>, mac: Option<MacAddr>) -> Result<RtBuffer<Ifla, Buffer>> {
     let mut a = RtBuffer::new();
@@ -88,6 +98,27 @@ fn ifinfo(op: &Op, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
 }
 
 impl<T: Transport> Handle<T> {
+    /// Creates an ifb device, up, and returns it. A kernel without ifb fails as Unsupported.
+    pub fn create_ifb(&self, spec: &IfbSpec<'_>) -> Result<Link> {
+        let op = Op::new("create ifb", spec.name).feature("ifb");
+        let mut a = base_attrs(&op, spec.name, spec.mtu, None)?;
+        if let Some(q) = spec.txqlen {
+            a.push(attr(wire::IFLA_TXQLEN, q).map_err(|e| op.encode(e))?);
+        }
+        a.push(linkinfo(&op, "ifb", None)?);
+        let up = neli::consts::rtnl::Iff::from_bits_retain(libc::IFF_UP as u32);
+        let msg = IfinfomsgBuilder::default()
+            .ifi_family(RtAddrFamily::Unspecified)
+            .ifi_flags(up)
+            .ifi_change(up)
+            .rtattrs(a)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        let payload = wire::encode(&msg).map_err(|e| op.encode(e))?;
+        self.modify(&op, wire::RTM_NEWLINK, wire::NLM_F_CREATE | wire::NLM_F_EXCL, payload)?;
+        self.link(spec.name)
+    }
+
     /// Creates a veth pair and returns the end in this handle's namespace.
     ///
     /// If the kernel reports a clash and `name` is free here, the clash is the peer's name

@@ -104,8 +104,8 @@ pub fn tool_available(name: &str) -> bool {
     find_tool(name).is_some()
 }
 
-/// Where `name` is: the first executable file of that name in a PATH directory or the
-/// usual sbin dirs (a runtime's PATH may lack them).
+/// Where `name` is: the first executable file of that name in a PATH directory or the usual
+/// sbin dirs. Callers run this path, so what was found is what runs.
 pub fn find_tool(name: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var("PATH").unwrap_or_default();
@@ -120,40 +120,4 @@ pub fn find_tool(name: &str) -> Option<std::path::PathBuf> {
                 .unwrap_or(false)
         });
     found
-}
-
-/// Split one line of `iptables -S` or `iptables-save` into arguments (double quotes with backslash escapes).
-pub fn split_rule(line: &str) -> Vec<String> {
-    let mut words = vec![];
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quoted = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if quoted => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '"' => {
-                quoted = !quoted;
-                in_word = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }

@@ -12,7 +12,8 @@
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules.
 pub use super::firewall_tools::Error;
-use super::firewall_tools::{self, err, nft_quote, nft_run, split_rule, tool_available};
+use super::firewall_tools::{self, err, nft_quote, nft_run, tool_available};
+use super::xtables::split_rule;
 use crate::cni::result::network_of;
 use crate::util::sha512;
 use ipnetwork::IpNetwork;

@@ -3,8 +3,10 @@
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
+//! * [`bandwidth`]: rate limits on the host veth and an ifb (chained).
 //! * [`portmap`]: host ports forwarded to the container (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
@@ -14,10 +16,13 @@
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
+//! * [`xtables`]: iptables-save and one iptables-restore per family and change.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
+pub mod bandwidth;
 pub mod bridge;
 pub mod container_link;
+pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
@@ -31,6 +36,7 @@ pub mod spoofcheck;
 pub mod teardown;
 pub mod tuning;
 pub mod veth;
+pub mod xtables;
 
 // The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
 // layers below know nothing of the CNI protocol; a plugin reports their failures as plain

@@ -11,20 +11,20 @@
 //! ```
 //!
 //! Unlike the reference, which runs iptables once per check and once per change (a dozen
-//! processes per family), each change is one `iptables-save -t nat` to read the state and
-//! one `iptables-restore --noflush` that applies everything at once. Rules are written in
-//! the exact form iptables-save prints, so what is read back compares as text.
+//! processes per family), each change is one `iptables-save -t nat` and one
+//! `iptables-restore --noflush` per family ([`xtables`](crate::plugins::xtables)), under
+//! cnibox's xtables lock. Rules are written the way iptables-save prints them, so what is
+//! read back compares word for word.
 use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
 use crate::cni::result::network_of;
 use crate::cni::Error;
 use crate::netlink::nftables::{Family as NftFamily, Nftables};
-use crate::plugins::firewall_tools::{find_tool, split_rule};
+use crate::plugins::firewall_tools::find_tool;
+use crate::plugins::xtables::{self, quote, split_rule, Family, Script, Table};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
-use std::io::Write;
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
 
 pub const TOP_DNAT: &str = "CNI-HOSTPORT-DNAT";
 pub const SET_MARK: &str = "CNI-HOSTPORT-SETMARK";
@@ -65,14 +65,6 @@ fn comment(att: Attachment) -> String {
         end -= 1;
     }
     format!("{}...", &c[..end])
-}
-
-/// A word as iptables-restore reads it: quoted when it holds spaces or quotes.
-fn quote(w: &str) -> String {
-    if !w.is_empty() && !w.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
-        return w.to_string();
-    }
-    format!("\"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 fn mark(bit: u32) -> String {
@@ -134,13 +126,17 @@ fn dnat_rules(conf: &Conf, container: IpNetwork) -> Vec<String> {
 
 /// The entry rules in CNI-HOSTPORT-DNAT: per protocol (sorted), the host ports of every
 /// mapping (of both families, as the reference lists them) in groups of 15.
-fn entry_rules(conf: &Conf, att: Attachment, v6: bool) -> Vec<String> {
+fn entry_rules(conf: &Conf, att: Attachment, family: Family) -> Vec<String> {
     let mut protos: Vec<Protocol> = conf.mappings.iter().map(|m| m.protocol).collect();
     protos.sort_by_key(|p| p.name());
     protos.dedup();
     let comment = comment(att);
     let chain = dnat_chain(att);
-    let conditions: String = conf.conditions(v6).iter().map(|w| format!(" {}", quote(w))).collect();
+    let conditions: String = conf
+        .conditions(family == Family::V6)
+        .iter()
+        .map(|w| format!(" {}", quote(w)))
+        .collect();
     let mut rules = vec![];
     for proto in protos {
         let ports: Vec<String> = conf
@@ -161,95 +157,55 @@ fn entry_rules(conf: &Conf, att: Attachment, v6: bool) -> Vec<String> {
     rules
 }
 
-/// The nat table of one family as `iptables-save` prints it.
-#[derive(Debug, Default)]
-pub struct NatTable {
-    chains: Vec<String>,
-    /// (chain, rule spec after `-A <chain> `).
-    rules: Vec<(String, String)>,
+fn words(rule: &str) -> Vec<String> {
+    split_rule(rule)
 }
 
-impl NatTable {
-    pub fn parse(text: &str) -> NatTable {
-        let mut t = NatTable::default();
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix(':') {
-                if let Some(name) = rest.split_whitespace().next() {
-                    t.chains.push(name.to_string());
-                }
-            } else if let Some(rest) = line.strip_prefix("-A ") {
-                let (chain, spec) = rest.split_once(' ').unwrap_or((rest, ""));
-                t.rules.push((chain.to_string(), spec.to_string()));
-            }
+/// Rules of `chain` that jump to `target`.
+fn jumps<'a>(t: &'a Table, chain: &'a str, target: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
+    t.rules_of(chain)
+        .filter(move |r| r.len() >= 2 && r[r.len() - 2] == "-j" && r[r.len() - 1] == target)
+}
+
+fn arg<'a>(rule: &'a [String], flag: &str) -> Option<&'a str> {
+    rule.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str())
+}
+
+/// The host ports forwarded by the CNI-DN chains of `t`, for the duplicate check.
+fn table_claims(t: &Table) -> Vec<Claim> {
+    let mut out = vec![];
+    for (chain, rule) in &t.rules {
+        if !chain.starts_with("CNI-DN-") || arg(rule, "-j") != Some("DNAT") {
+            continue;
         }
-        t
+        let protocol = match arg(rule, "-p") {
+            Some("tcp") => Protocol::Tcp,
+            Some("udp") => Protocol::Udp,
+            Some("sctp") => Protocol::Sctp,
+            _ => continue,
+        };
+        let Some(host_port) = arg(rule, "--dport").and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let dest = arg(rule, "-d").and_then(|d| d.split('/').next()?.parse().ok());
+        let owner = owner_of(t, chain);
+        out.push(Claim {
+            protocol,
+            host_port,
+            dest,
+            container_id: owner.as_ref().map(|(_, id)| id.clone()),
+            owner: match owner {
+                Some((net, id)) => format!("container {id} of network {net}"),
+                None => format!("iptables chain {chain}"),
+            },
+        });
     }
-
-    fn has_chain(&self, chain: &str) -> bool {
-        self.chains.iter().any(|c| c == chain)
-    }
-
-    fn rules_of<'a>(&'a self, chain: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.rules
-            .iter()
-            .filter(move |(c, _)| c == chain)
-            .map(|(_, r)| r.as_str())
-    }
-
-    fn has_rule(&self, chain: &str, rule: &str) -> bool {
-        self.rules_of(chain).any(|r| r == rule)
-    }
-
-    /// Rules of `chain` that jump to `target`.
-    fn jumps<'a>(&'a self, chain: &'a str, target: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.rules_of(chain)
-            .filter(move |r| r.ends_with(&format!(" -j {target}")))
-    }
-
-    /// The host ports forwarded by the CNI-DN chains, for the duplicate check.
-    pub fn claims(&self) -> Vec<Claim> {
-        let mut out = vec![];
-        for (chain, rule) in &self.rules {
-            if !chain.starts_with("CNI-DN-") {
-                continue;
-            }
-            let w = split_rule(rule);
-            if !w.windows(2).any(|p| p[0] == "-j" && p[1] == "DNAT") {
-                continue;
-            }
-            let arg = |flag: &str| w.windows(2).find(|p| p[0] == flag).map(|p| p[1].clone());
-            let proto = match arg("-p").as_deref() {
-                Some("tcp") => Protocol::Tcp,
-                Some("udp") => Protocol::Udp,
-                Some("sctp") => Protocol::Sctp,
-                _ => continue,
-            };
-            let Some(port) = arg("--dport").and_then(|p| p.parse().ok()) else {
-                continue;
-            };
-            let dest = arg("-d").and_then(|d| d.split('/').next().and_then(|a| a.parse().ok()));
-            let owner = owner_of(self, chain);
-            out.push(Claim {
-                protocol: proto,
-                host_port: port,
-                dest,
-                container_id: owner.as_ref().map(|(_, id)| id.clone()),
-                owner: match owner {
-                    Some((net, id)) => format!("container {id} of network {net}"),
-                    None => format!("iptables chain {chain}"),
-                },
-            });
-        }
-        out
-    }
+    out
 }
 
 /// (network, container ID) from the comment of the entry rule jumping to `chain`.
-fn owner_of(t: &NatTable, chain: &str) -> Option<(String, String)> {
-    let rule = t.jumps(TOP_DNAT, chain).next()?;
-    let w = split_rule(rule);
-    let c = w.windows(2).find(|p| p[0] == "--comment").map(|p| p[1].clone())?;
-    parse_comment(&c)
+fn owner_of(t: &Table, chain: &str) -> Option<(String, String)> {
+    parse_comment(arg(jumps(t, TOP_DNAT, chain).next()?, "--comment")?)
 }
 
 /// (network, container ID) of an entry rule's comment.
@@ -259,222 +215,166 @@ fn parse_comment(c: &str) -> Option<(String, String)> {
     Some((name.to_string(), rest.strip_suffix('"')?.to_string()))
 }
 
-/// One family's tools.
-#[derive(Debug, Clone, Copy)]
-pub struct Family {
-    pub v6: bool,
-}
-
-impl Family {
-    pub const BOTH: [Family; 2] = [Family { v6: false }, Family { v6: true }];
-
-    fn tool(self, what: &str) -> String {
-        format!("{}{what}", if self.v6 { "ip6tables" } else { "iptables" })
-    }
-
-    /// Whether portmap's iptables chains may exist in this family, asked without running
-    /// iptables: legacy iptables' nat table is loaded (/proc/net/ip*_tables_names), or
-    /// iptables-nft's `nat` table has a `CNI-HOSTPORT-` or `CNI-DN-` chain. DEL, GC and the
-    /// duplicate check of the nftables backend skip the iptables tools when it says no.
-    pub fn may_have_rules(self) -> bool {
-        let legacy = if self.v6 {
-            "/proc/net/ip6_tables_names"
-        } else {
-            "/proc/net/ip_tables_names"
-        };
-        if std::fs::read_to_string(legacy).is_ok_and(|t| t.lines().any(|l| l == "nat")) {
-            return true;
-        }
-        let family = if self.v6 { NftFamily::Ip6 } else { NftFamily::Ip };
-        match Nftables::current().and_then(|n| n.chains(family, "nat")) {
-            Ok(chains) => chains.iter().any(|c| {
-                c.name.starts_with("CNI-HOSTPORT-") || c.name.starts_with("CNI-DN-") || c.name.starts_with("CNI-SN-")
-            }),
-            // cannot tell: ask iptables
-            Err(_) => true,
-        }
-    }
-
-    /// The nat table, or None when this family's tools are missing or unusable (no
-    /// kernel support): nothing of ours can exist there then.
-    pub fn save(self) -> Result<Option<NatTable>, String> {
-        let tool = self.tool("-save");
-        let Some(path) = find_tool(&tool) else {
-            return Ok(None);
-        };
-        let out = Command::new(path)
-            .args(["-t", "nat"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("run {tool}: {e}"))?;
-        if !out.status.success() {
-            return Ok(None);
-        }
-        Ok(Some(NatTable::parse(&String::from_utf8_lossy(&out.stdout))))
-    }
-
-    /// The nat table, required (ADD): a missing tool is an error naming it.
-    fn save_required(self) -> Result<NatTable, Error> {
-        match self.save() {
-            Ok(Some(t)) => Ok(t),
-            Ok(None) => Err(Error::internal(format!(
-                "failed to open iptables: {} is not installed or cannot read the nat table",
-                self.tool("-save")
-            ))),
-            Err(e) => Err(Error::internal(format!("failed to open iptables: {e}"))),
-        }
-    }
-
-    /// Apply `lines` (without the table header) as one `iptables-restore --noflush`.
-    fn restore(self, lines: &[String]) -> Result<(), String> {
-        if lines.is_empty() {
-            return Ok(());
-        }
-        let tool = self.tool("-restore");
-        let path = find_tool(&tool).ok_or_else(|| format!("{tool} is not installed"))?;
-        let mut script = String::from("*nat\n");
-        for l in lines {
-            script.push_str(l);
-            script.push('\n');
-        }
-        script.push_str("COMMIT\n");
-        let mut child = Command::new(path)
-            .args(["--noflush", "-w"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("run {tool}: {e}"))?;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(script.as_bytes())
-            .map_err(|e| format!("write to {tool}: {e}"))?;
-        let out = child.wait_with_output().map_err(|e| format!("run {tool}: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{tool}: {}\n{script}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
+fn which(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
     }
 }
 
-/// Lines that create `chain` if `t` lacks it.
-fn ensure_chain(t: &NatTable, chain: &str, out: &mut Vec<String>) {
+/// Whether portmap's iptables chains may exist in `family`, asked without running
+/// iptables: legacy iptables' nat table is loaded (/proc/net/ip*_tables_names), or
+/// iptables-nft's `nat` table has a `CNI-HOSTPORT-`, `CNI-DN-` or `CNI-SN-` chain. DEL,
+/// GC and the duplicate check skip the iptables tools when it says no.
+pub fn may_have_rules(family: Family) -> bool {
+    let (legacy, nft_family) = match family {
+        Family::V4 => ("/proc/net/ip_tables_names", NftFamily::Ip),
+        Family::V6 => ("/proc/net/ip6_tables_names", NftFamily::Ip6),
+    };
+    if std::fs::read_to_string(legacy).is_ok_and(|t| t.lines().any(|l| l == "nat")) {
+        return true;
+    }
+    match Nftables::current().and_then(|n| n.chains(nft_family, "nat")) {
+        Ok(chains) => chains.iter().any(|c| {
+            c.name.starts_with("CNI-HOSTPORT-") || c.name.starts_with("CNI-DN-") || c.name.starts_with("CNI-SN-")
+        }),
+        // cannot tell: ask iptables
+        Err(_) => true,
+    }
+}
+
+/// The nat table, or None when the family's tools are missing or cannot read it (no
+/// kernel support): nothing of ours can be there then (as the reference's
+/// maybeGetIptables).
+fn save_if_usable(family: Family) -> Option<Table> {
+    let tool = match family {
+        Family::V4 => "iptables-save",
+        Family::V6 => "ip6tables-save",
+    };
+    find_tool(tool)?;
+    xtables::save(family, "nat").ok()
+}
+
+/// The nat table, required (ADD, CHECK): a missing or failing tool is an error naming it.
+fn save_required(family: Family) -> Result<Table, Error> {
+    xtables::save(family, "nat").map_err(|e| Error::internal(format!("failed to open iptables: {e}")))
+}
+
+fn lock() -> Result<xtables::Lock, Error> {
+    xtables::lock().map_err(|e| Error::internal(e.to_string()))
+}
+
+/// Create `chain` if `t` lacks it.
+fn ensure_chain(t: &Table, chain: &str, s: &mut Script) {
     if !t.has_chain(chain) {
-        out.push(format!(":{chain} - [0:0]"));
+        s.new_chain(chain);
     }
 }
 
-/// Lines that remove every rule of `entry` jumping to `chain`, then `chain` itself.
-fn remove_chain(t: &NatTable, chain: &str, entry: &str, out: &mut Vec<String>) {
+/// Remove every rule of `entry` jumping to `chain`, the rules of `chain`, then `chain`.
+fn remove_chain(t: &Table, chain: &str, entry: &str, s: &mut Script) {
     if !t.has_chain(chain) {
         return;
     }
-    for r in t.jumps(entry, chain) {
-        out.push(format!("-D {entry} {r}"));
+    for r in jumps(t, entry, chain) {
+        s.delete(entry, r);
     }
-    out.push(format!("-F {chain}"));
-    out.push(format!("-X {chain}"));
+    for r in t.rules_of(chain) {
+        s.delete(chain, r);
+    }
+    s.delete_chain(chain);
 }
 
 /// The host ports this family's table forwards (none without the tools).
 pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
-    if !family.may_have_rules() {
+    if !may_have_rules(family) {
         return Ok(vec![]);
     }
-    match family.save() {
-        Ok(t) => Ok(t.map(|t| t.claims()).unwrap_or_default()),
-        Err(e) => Err(Error::internal(format!("failed to open iptables: {e}"))),
-    }
+    Ok(save_if_usable(family).map(|t| table_claims(&t)).unwrap_or_default())
 }
 
 /// Set up forwarding to `container` (one family), replacing what the attachment had.
 pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
-    let family = Family {
-        v6: container.is_ipv6(),
-    };
-    let t = family.save_required()?;
-    let mut lines = vec![];
+    let family = Family::of(container.ip());
+    let _lock = lock()?;
+    let t = save_required(family)?;
+    let mut s = Script::new("nat");
     // The marking chains first: the DNAT chain's rules jump to them.
     if conf.snat && conf.external_set_mark_chain.is_none() {
         let bit = conf.mark_masq_bit;
-        ensure_chain(&t, SET_MARK, &mut lines);
-        if !t.has_rule(SET_MARK, &set_mark_rule(bit)) {
-            lines.push(format!("-A {SET_MARK} {}", set_mark_rule(bit)));
+        ensure_chain(&t, SET_MARK, &mut s);
+        let set_mark = words(&set_mark_rule(bit));
+        if !t.has_rule(SET_MARK, &set_mark) {
+            s.append(SET_MARK, &set_mark);
         }
-        ensure_chain(&t, MARK_MASQ, &mut lines);
-        if !t.has_rule(MARK_MASQ, &masq_rule(bit)) {
-            lines.push(format!("-A {MARK_MASQ} {}", masq_rule(bit)));
+        ensure_chain(&t, MARK_MASQ, &mut s);
+        let masq = words(&masq_rule(bit));
+        if !t.has_rule(MARK_MASQ, &masq) {
+            s.append(MARK_MASQ, &masq);
         }
         // first in POSTROUTING, ahead of the bridge and ptp masquerade rules
-        if !t.has_rule("POSTROUTING", MASQ_ENTRY) {
-            lines.push(format!("-I POSTROUTING 1 {MASQ_ENTRY}"));
+        if !t.has_rule("POSTROUTING", &words(MASQ_ENTRY)) {
+            s.insert_first("POSTROUTING", &words(MASQ_ENTRY));
         }
     }
-    ensure_chain(&t, TOP_DNAT, &mut lines);
+    ensure_chain(&t, TOP_DNAT, &mut s);
     for entry in ["PREROUTING", "OUTPUT"] {
-        if !t.has_rule(entry, DNAT_ENTRY) {
-            lines.push(format!("-A {entry} {DNAT_ENTRY}"));
+        if !t.has_rule(entry, &words(DNAT_ENTRY)) {
+            s.append(entry, &words(DNAT_ENTRY));
         }
     }
-    // The attachment's chain is declared, which creates it or flushes what an earlier ADD
-    // left; its entry rules are replaced.
+    // The attachment's chain and entry rules are rewritten: what an earlier ADD left goes.
     let chain = dnat_chain(att);
-    for r in t.jumps(TOP_DNAT, &chain) {
-        lines.push(format!("-D {TOP_DNAT} {r}"));
+    for r in jumps(&t, TOP_DNAT, &chain) {
+        s.delete(TOP_DNAT, r);
     }
-    lines.push(format!(":{chain} - [0:0]"));
+    match t.has_chain(&chain) {
+        true => t.rules_of(&chain).for_each(|r| s.delete(&chain, r)),
+        false => s.new_chain(&chain),
+    }
     for r in dnat_rules(conf, container) {
-        lines.push(format!("-A {chain} {r}"));
+        s.append(&chain, &words(&r));
     }
-    for r in entry_rules(conf, att, family.v6) {
-        lines.push(format!("-A {TOP_DNAT} {r}"));
+    for r in entry_rules(conf, att, family) {
+        s.append(TOP_DNAT, &words(&r));
     }
-    family
-        .restore(&lines)
-        .map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
+    xtables::restore(family, &s).map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
 }
 
 /// Verify the attachment's rules for `container` are all there.
 pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
-    let family = Family {
-        v6: container.is_ipv6(),
-    };
-    let which = if family.v6 { "ipv6" } else { "ipv4" };
-    let t = family.save_required()?;
+    let family = Family::of(container.ip());
+    let t = save_required(family)?;
     let chain = dnat_chain(att);
-    let fail = |what: String| Err(Error::internal(format!("could not check {which} dnat: {what}")));
+    let fail = |what: String| {
+        Err(Error::internal(format!(
+            "could not check {} dnat: {what}",
+            which(family)
+        )))
+    };
     if !t.has_chain(&chain) {
         return fail(format!("chain {chain} not found in iptables table nat"));
     }
     for r in dnat_rules(conf, container) {
-        if !t.has_rule(&chain, &r) {
+        if !t.has_rule(&chain, &words(&r)) {
             return fail(format!("rule {r} in chain {chain} not found in table nat"));
         }
     }
-    // With conditions the entry rules' printed form is iptables' own; compare without them.
-    let with_conditions = !conf.conditions(family.v6).is_empty();
-    for r in entry_rules(conf, att, family.v6) {
-        let found = match with_conditions {
-            false => t.has_rule(TOP_DNAT, &r),
-            true => {
-                let head = r.split(" -m multiport ").next().unwrap_or_default();
-                let ports = r.split(" --dports ").nth(1).and_then(|s| s.split(' ').next());
-                t.jumps(TOP_DNAT, &chain)
-                    .any(|x| x.starts_with(head) && ports.is_some_and(|p| x.contains(&format!(" --dports {p} "))))
-            }
-        };
+    // Conditions are the user's words, which iptables-save may spell differently: the
+    // entry rules are compared up to the ports, and by their ports.
+    for r in entry_rules(conf, att, family) {
+        let w = words(&r);
+        let ports = arg(&w, "--dports");
+        // protocol and comment, up to `-m multiport`
+        let head = &w[..w.iter().position(|x| x == "multiport").map_or(0, |i| i - 1)];
+        let found =
+            jumps(&t, TOP_DNAT, &chain).any(|x| x == &w[..] || (x.starts_with(head) && arg(x, "--dports") == ports));
         if !found {
             return fail(format!("rule {r} in chain {TOP_DNAT} not found in table nat"));
         }
     }
     for entry in ["PREROUTING", "OUTPUT"] {
-        if !t.has_rule(entry, DNAT_ENTRY) {
+        if !t.has_rule(entry, &words(DNAT_ENTRY)) {
             return fail(format!("rule {DNAT_ENTRY} in chain {entry} not found in table nat"));
         }
     }
@@ -484,19 +384,19 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
 /// Remove the attachment's chains and entry rules from both families. Missing tools,
 /// tables and chains are not errors (DEL is idempotent).
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    for family in Family::BOTH.into_iter().filter(|f| f.may_have_rules()) {
-        let t = match family.save() {
-            Ok(Some(t)) => t,
-            Ok(None) => continue,
-            Err(e) => return Err(Error::internal(format!("could not teardown dnat: {e}"))),
+    for family in [Family::V4, Family::V6] {
+        if !may_have_rules(family) {
+            continue;
+        }
+        let _lock = lock()?;
+        let Some(t) = save_if_usable(family) else {
+            continue;
         };
-        let mut lines = vec![];
-        remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut lines);
-        remove_chain(&t, &chain_name("SN-", att), OLD_TOP_SNAT, &mut lines);
-        let which = if family.v6 { "ipv6" } else { "ipv4" };
-        family
-            .restore(&lines)
-            .map_err(|e| Error::internal(format!("could not teardown {which} dnat: {e}")))?;
+        let mut s = Script::new("nat");
+        remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
+        remove_chain(&t, &chain_name("SN-", att), OLD_TOP_SNAT, &mut s);
+        xtables::restore(family, &s)
+            .map_err(|e| Error::internal(format!("could not teardown {} dnat: {e}", which(family))))?;
     }
     Ok(())
 }
@@ -504,46 +404,38 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
 /// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
 /// the entry rules' comments say which network and container a chain belongs to.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    for family in Family::BOTH.into_iter().filter(|f| f.may_have_rules()) {
-        let t = match family.save() {
-            Ok(Some(t)) => t,
-            Ok(None) => continue,
-            Err(e) => return Err(Error::internal(format!("portmap GC: {e}"))),
-        };
-        let mut stale: Vec<String> = vec![];
-        for r in t.rules_of(TOP_DNAT) {
-            let w = split_rule(r);
-            let comment = w.windows(2).find(|p| p[0] == "--comment").map(|p| p[1].clone());
-            let target = w.windows(2).find(|p| p[0] == "-j").map(|p| p[1].clone());
-            let (Some((name, id)), Some(target)) = (comment.as_deref().and_then(parse_comment), target) else {
-                continue;
-            };
-            let att = Attachment {
-                network,
-                container_id: &id,
-            };
-            // a trimmed comment cannot be trusted to name the container: leave it
-            if name == network && target == dnat_chain(att) && !valid.iter().any(|(cid, _)| *cid == id) {
-                stale.push(id);
-            }
+    for family in [Family::V4, Family::V6] {
+        if !may_have_rules(family) {
+            continue;
         }
+        let _lock = lock()?;
+        let Some(t) = save_if_usable(family) else {
+            continue;
+        };
+        let mut stale: Vec<String> = t
+            .rules_of(TOP_DNAT)
+            .filter_map(|r| {
+                let (name, id) = parse_comment(arg(r, "--comment")?)?;
+                let att = Attachment {
+                    network,
+                    container_id: &id,
+                };
+                // a trimmed comment does not name the container: such a chain is left
+                let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
+                (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
+            })
+            .collect();
         stale.sort();
         stale.dedup();
-        let mut lines = vec![];
+        let mut s = Script::new("nat");
         for id in &stale {
-            remove_chain(
-                &t,
-                &dnat_chain(Attachment {
-                    network,
-                    container_id: id,
-                }),
-                TOP_DNAT,
-                &mut lines,
-            );
+            let att = Attachment {
+                network,
+                container_id: id,
+            };
+            remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
         }
-        family
-            .restore(&lines)
-            .map_err(|e| Error::internal(format!("portmap GC: {e}")))?;
+        xtables::restore(family, &s).map_err(|e| Error::internal(format!("portmap GC: {e}")))?;
     }
     Ok(())
 }
@@ -617,7 +509,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            entry_rules(&c, ATT, false),
+            entry_rules(&c, ATT, Family::V4),
             vec![
                 r#"-p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579"#,
                 r#"-p udp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8081 -j CNI-DN-5145007e2a8415ce07579"#,
@@ -633,7 +525,7 @@ mod tests {
     #[test]
     fn multiport_groups_of_fifteen() {
         let c = conf((1..=16).map(|p| pm(p, 80, Protocol::Tcp, None)).collect());
-        let e = entry_rules(&c, ATT, false);
+        let e = entry_rules(&c, ATT, Family::V4);
         assert_eq!(e.len(), 2);
         assert!(e[0].contains("--dports 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 -j"));
         assert!(e[1].contains("--dports 16 -j"));
@@ -660,9 +552,9 @@ mod tests {
     fn conditions_follow_the_ports_and_are_quoted() {
         let mut c = conf(vec![pm(80, 8080, Protocol::Tcp, None)]);
         c.conditions_v4 = vec!["-m".into(), "comment".into(), "--comment".into(), "a b".into()];
-        assert!(entry_rules(&c, ATT, false)[0]
+        assert!(entry_rules(&c, ATT, Family::V4)[0]
             .ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
-        assert!(!entry_rules(&c, ATT, true)[0].contains("a b"));
+        assert!(!entry_rules(&c, ATT, Family::V6)[0].contains("a b"));
     }
 
     #[test]
@@ -691,10 +583,10 @@ COMMIT
 
     #[test]
     fn saved_tables_parse_into_claims_and_removals() {
-        let t = NatTable::parse(SAVED);
+        let t = Table::parse(SAVED);
         assert!(t.has_chain("CNI-HOSTPORT-DNAT"));
-        assert!(t.has_rule("PREROUTING", DNAT_ENTRY));
-        let claims = t.claims();
+        assert!(t.has_rule("PREROUTING", &words(DNAT_ENTRY)));
+        let claims = table_claims(&t);
         assert_eq!(claims.len(), 2);
         assert_eq!(claims[0].protocol, Protocol::Tcp);
         assert_eq!(claims[0].host_port, 8080);
@@ -702,14 +594,33 @@ COMMIT
         assert_eq!(claims[0].owner, "container ctr1 of network mynet");
         assert_eq!(claims[0].container_id.as_deref(), Some("ctr1"));
         assert_eq!(claims[1].dest, Some("10.0.0.1".parse().unwrap()));
-        let mut lines = vec![];
-        remove_chain(&t, "CNI-DN-5145007e2a8415ce07579", TOP_DNAT, &mut lines);
-        assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("-D CNI-HOSTPORT-DNAT -p tcp -m comment"));
-        assert_eq!(lines[2], "-X CNI-DN-5145007e2a8415ce07579");
+        let mut s = Script::new("nat");
+        remove_chain(&t, "CNI-DN-5145007e2a8415ce07579", TOP_DNAT, &mut s);
+        let text = s.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 7, "{text}");
+        assert!(lines[1].starts_with("-D CNI-HOSTPORT-DNAT -p tcp -m comment"), "{text}");
+        assert!(
+            lines[2].starts_with("-D CNI-DN-5145007e2a8415ce07579 -s 10.0.0.0/24"),
+            "{text}"
+        );
+        assert_eq!(lines[5], "-X CNI-DN-5145007e2a8415ce07579");
         assert_eq!(
             parse_comment(r#"dnat name: "mynet" id: "ctr1""#),
             Some(("mynet".into(), "ctr1".into()))
         );
+    }
+
+    #[test]
+    fn rules_written_read_back_word_for_word() {
+        let c = sample();
+        let mut s = Script::new("nat");
+        for r in entry_rules(&c, ATT, Family::V4) {
+            s.append(TOP_DNAT, &words(&r));
+        }
+        let t = Table::parse(&s.text().replace("-A ", "-A "));
+        for r in entry_rules(&c, ATT, Family::V4) {
+            assert!(t.has_rule(TOP_DNAT, &words(&r)), "{r}");
+        }
     }
 }

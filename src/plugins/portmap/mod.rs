@@ -21,6 +21,7 @@ use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::{self, Handle};
+use crate::plugins::xtables::Family;
 use crate::sysctl;
 use config::{Backend, Conf, Protocol};
 use ipnetwork::IpNetwork;
@@ -159,7 +160,8 @@ fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Err
 fn refuse_taken_ports(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
     let v6 = container.is_ipv6();
     let mut claims = nftables::claims(v6)?;
-    claims.extend(iptables::claims(iptables::Family { v6 })?);
+    let family = if v6 { Family::V6 } else { Family::V4 };
+    claims.extend(iptables::claims(family)?);
     // The same container on another network may forward the same port (one runtime call
     // per network with the same mappings): that is not a clash.
     claims.retain(|c| c.container_id.as_deref() != Some(att.container_id));
