@@ -204,7 +204,8 @@ pub fn in_ns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'stat
 }
 
 /// A server in a container: answers every TCP connection on `port` and every UDP datagram
-/// on `port` with `name`, on IPv4 and IPv6, until dropped.
+/// on `port` with `name`, on IPv4 and IPv6 (one dual-stack socket each, `[::]:port`),
+/// until dropped.
 pub struct Server {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
@@ -214,100 +215,40 @@ impl Server {
     pub fn start(ns: &Netns, port: u16, name: &str) -> Server {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
+        let sa = SocketAddr::new("::".parse().unwrap(), port);
         let mut threads = vec![];
-        for addr in ["0.0.0.0", "::"] {
-            let sa: SocketAddr = SocketAddr::new(addr.parse().unwrap(), port);
-            let (reply, stop2, tx2) = (name.to_string(), stop.clone(), tx.clone());
-            threads.push(in_ns(ns, move || {
-                let l = match sa.is_ipv6() {
-                    false => TcpListener::bind(sa).expect("bind tcp"),
-                    true => bind_v6only_tcp(sa),
-                };
-                l.set_nonblocking(true).unwrap();
-                tx2.send(()).unwrap();
-                while !stop2.load(Ordering::SeqCst) {
-                    match l.accept() {
-                        Ok((mut s, _)) => {
-                            let _ = s.set_nonblocking(false);
-                            let _ = s.write_all(reply.as_bytes());
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        let (reply, stop2, tx2) = (name.to_string(), stop.clone(), tx.clone());
+        threads.push(in_ns(ns, move || {
+            let l = TcpListener::bind(sa).expect("bind tcp");
+            l.set_nonblocking(true).unwrap();
+            tx2.send(()).unwrap();
+            while !stop2.load(Ordering::SeqCst) {
+                match l.accept() {
+                    Ok((mut s, _)) => {
+                        let _ = s.set_nonblocking(false);
+                        let _ = s.write_all(reply.as_bytes());
                     }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
-            }));
-            let (reply, stop2, tx2) = (name.to_string(), stop.clone(), tx.clone());
-            threads.push(in_ns(ns, move || {
-                let u = match sa.is_ipv6() {
-                    false => UdpSocket::bind(sa).expect("bind udp"),
-                    true => bind_v6only_udp(sa),
-                };
-                u.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-                tx2.send(()).unwrap();
-                let mut buf = [0u8; 256];
-                while !stop2.load(Ordering::SeqCst) {
-                    if let Ok((_, from)) = u.recv_from(&mut buf) {
-                        let _ = u.send_to(reply.as_bytes(), from);
-                    }
+            }
+        }));
+        let (reply, stop2) = (name.to_string(), stop.clone());
+        threads.push(in_ns(ns, move || {
+            let u = UdpSocket::bind(sa).expect("bind udp");
+            u.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            tx.send(()).unwrap();
+            let mut buf = [0u8; 256];
+            while !stop2.load(Ordering::SeqCst) {
+                if let Ok((_, from)) = u.recv_from(&mut buf) {
+                    let _ = u.send_to(reply.as_bytes(), from);
                 }
-            }));
-        }
-        for _ in 0..4 {
+            }
+        }));
+        for _ in 0..2 {
             rx.recv_timeout(Duration::from_secs(5)).expect("server ready");
         }
         Server { stop, threads }
     }
-}
-
-fn bind_v6only_tcp(sa: SocketAddr) -> TcpListener {
-    use std::os::fd::FromRawFd;
-    let fd = socket_v6only(libc::SOCK_STREAM, sa);
-    assert_eq!(unsafe { libc::listen(fd, 64) }, 0);
-    unsafe { TcpListener::from_raw_fd(fd) }
-}
-
-fn bind_v6only_udp(sa: SocketAddr) -> UdpSocket {
-    use std::os::fd::FromRawFd;
-    let fd = socket_v6only(libc::SOCK_DGRAM, sa);
-    unsafe { UdpSocket::from_raw_fd(fd) }
-}
-
-/// An IPv6 socket bound to `[::]:port` that leaves IPv4 to its own socket.
-fn socket_v6only(kind: i32, sa: SocketAddr) -> i32 {
-    let fd = unsafe { libc::socket(libc::AF_INET6, kind, 0) };
-    assert!(fd >= 0);
-    let one: libc::c_int = 1;
-    for opt in [libc::IPV6_V6ONLY] {
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_IPV6,
-                opt,
-                &one as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-        };
-    }
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_REUSEADDR,
-            &one as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as u32,
-        )
-    };
-    let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-    addr.sin6_family = libc::AF_INET6 as u16;
-    addr.sin6_port = sa.port().to_be();
-    let r = unsafe {
-        libc::bind(
-            fd,
-            &addr as *const _ as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_in6>() as u32,
-        )
-    };
-    assert_eq!(r, 0, "bind [::]:{}", sa.port());
-    fd
 }
 
 impl Drop for Server {

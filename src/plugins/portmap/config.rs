@@ -86,7 +86,7 @@ impl PortMapping {
     /// Whether the mapping applies to the container address family `v6`: a host IP of the
     /// other family is skipped, as in the reference.
     pub fn applies_to(&self, v6: bool) -> bool {
-        self.host_ip.is_none_or(|ip| ip.is_ipv6() == v6)
+        self.host_ip.map_or(true, |ip| ip.is_ipv6() == v6)
     }
 
     /// The destination the rules match on: none for no host IP and for `0.0.0.0`/`::`
