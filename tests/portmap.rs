@@ -395,3 +395,36 @@ fn bad_input_changes_nothing() {
     }
     assert_eq!((node.ipt_nat(), node.nft_tables()), before);
 }
+
+/// plugins.d/80-bridge-portmap.conflist through cnitool, the mapping from CAP_ARGS (the
+/// `portMappings` capability), with a connection from outside the node.
+#[test]
+fn plugins_d_example_forwards_a_port_through_cnitool() {
+    let node = Node::new();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins.d/80-bridge-portmap.conflist");
+    let mut list: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    list["plugins"][0]["ipam"]["dataDir"] = json!(node.env.data_dir);
+    let conf_dir = node.env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    std::fs::write(conf_dir.join("80-bridge-portmap.conflist"), list.to_string()).unwrap();
+    let ns = node.env.container();
+    let _s = Server::start(&ns, 80, "example");
+    let caps = json!({"portMappings": [tcp(8080, 80)]}).to_string();
+    let tool = |verb: &str| {
+        node.env
+            .tool("cnitool")
+            .args([verb, "cnibox-portmap", ns.path_str()])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", node.env.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", node.env.cache_dir.to_str().unwrap())
+            .env("CAP_ARGS", &caps)
+            .run()
+    };
+    let r = tool("add").success();
+    assert_eq!(r["interfaces"][0]["name"], "cnibox4", "{r}");
+    assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("example"));
+    tool("check").success();
+    tool("del").success();
+    assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None);
+    assert!(!node.nft_tables().contains("dnat to"), "{}", node.nft_tables());
+}
