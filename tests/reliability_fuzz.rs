@@ -623,7 +623,7 @@ fn fuzz_results_parse_convert_round_trip() {
         let bytes = gen_input(&mut r, &seeds);
         let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
             // the runtime's reader of plugin output must fail cleanly on non-JSON too
-            if catch_unwind(|| cnibox::runtime::exec::parse_result(&bytes, "1.0.0")).is_err() {
+            if catch_unwind(|| cnibox::cni::invoke::parse_result(&bytes, "1.0.0")).is_err() {
                 failures.push(format!(
                     "parse_result panicked on {:?}",
                     String::from_utf8_lossy(&bytes)
@@ -675,7 +675,7 @@ fn fuzz_results_parse_convert_round_trip() {
                     }
                 }
             }
-            let _ = cnibox::runtime::exec::parse_result(&bytes, conf_version);
+            let _ = cnibox::cni::invoke::parse_result(&bytes, conf_version);
             errs
         }));
         match outcome {

@@ -274,15 +274,27 @@ fn restore_tool(family: Family) -> &'static str {
 
 /// `iptables-save -t TABLE` of one family, parsed.
 pub fn save(family: Family, table: &str) -> Result<Table, Error> {
-    let tool = save_tool(family);
-    let out = Command::new(tool_path(tool)?)
+    save_with(&tool_path(save_tool(family))?, table)
+}
+
+/// A tool's file name, for messages (`iptables-restore`, whichever directory it is in).
+fn tool_name(tool: &Path) -> String {
+    tool.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `TOOL -t TABLE` with a given save tool (e.g. `iptables-legacy-save`), parsed.
+pub fn save_with(tool: &Path, table: &str) -> Result<Table, Error> {
+    let name = tool_name(tool);
+    let out = Command::new(tool)
         .args(["-t", table])
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| err(format!("run {tool}"), e))?;
+        .map_err(|e| err(format!("run {name}"), e))?;
     if !out.status.success() {
         return Err(err(
-            format!("{tool} -t {table}"),
+            format!("{name} -t {table}"),
             String::from_utf8_lossy(&out.stderr).trim(),
         ));
     }
@@ -295,25 +307,33 @@ pub fn restore(family: Family, script: &Script) -> Result<(), Error> {
     if script.is_empty() {
         return Ok(());
     }
-    let tool = restore_tool(family);
-    let mut child = Command::new(tool_path(tool)?)
+    restore_with(&tool_path(restore_tool(family))?, script)
+}
+
+/// [`restore`] with a given restore tool (e.g. `iptables-legacy-restore`).
+pub fn restore_with(tool: &Path, script: &Script) -> Result<(), Error> {
+    if script.is_empty() {
+        return Ok(());
+    }
+    let name = tool_name(tool);
+    let mut child = Command::new(tool)
         .args(["--noflush", "-w"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| err(format!("run {tool}"), e))?;
+        .map_err(|e| err(format!("run {name}"), e))?;
     let text = script.text();
     let wrote = child.stdin.take().expect("piped").write_all(text.as_bytes());
-    let out = child.wait_with_output().map_err(|e| err(format!("run {tool}"), e))?;
+    let out = child.wait_with_output().map_err(|e| err(format!("run {name}"), e))?;
     if !out.status.success() {
         let detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(err(
-            format!("{tool} --noflush"),
+            format!("{name} --noflush"),
             format!("{detail} (input: {})", text.trim_end().replace('\n', "; ")),
         ));
     }
-    wrote.map_err(|e| err(format!("write to {tool}"), e))
+    wrote.map_err(|e| err(format!("write to {name}"), e))
 }
 
 /// The host-wide lock around one read-plan-restore cycle; released on drop.

@@ -5,6 +5,8 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod routes;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
