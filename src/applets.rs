@@ -45,6 +45,16 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "loopback",
+        summary: "bring up lo in the container (containerd and CRI-O run it for every pod)",
+        kind: Kind::Plugin(&crate::plugins::loopback::Loopback),
+    },
+    Applet {
+        name: "tuning",
+        summary: "sysctls, MAC, MTU, promisc, allmulti, txqueuelen of the container interface (chained)",
+        kind: Kind::Plugin(&crate::plugins::tuning::Tuning),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),
@@ -73,7 +83,9 @@ pub fn find(name: &str) -> Option<&'static Applet> {
     APPLETS.iter().find(|a| a.name == name)
 }
 
-/// The plugin behind an applet name, for in-process delegation.
+/// The plugin behind an applet name, for in-process delegation. This is the
+/// [`AppletLookup`](crate::cni::AppletLookup) handed down to every plugin run (the layers
+/// below never import this table).
 pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
     match find(name)?.kind {
         Kind::Plugin(p) => Some(p),
@@ -83,7 +95,7 @@ pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
 
 fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
     match applet.kind {
-        Kind::Plugin(p) => crate::cni::plugin::run(p),
+        Kind::Plugin(p) => crate::cni::plugin::run(p, plugin),
         Kind::Tool(f) => f(args),
     }
 }
@@ -162,7 +174,7 @@ struct InstallArgs {
 }
 
 fn install_main(args: &[OsString]) -> i32 {
-    let parsed: InstallArgs = match parse_args("cnibox install", args) {
+    let parsed: InstallArgs = match crate::util::argv::parse_args("cnibox install", args) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -207,7 +219,7 @@ pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<Strin
                 std::fs::remove_file(&link)?;
                 "replaced"
             }
-            Ok(_) if same_file(&link, exe) => {
+            Ok(_) if crate::util::same_file(&link, exe) => {
                 done.push(format!("{}: is this binary, left alone", link.display()));
                 continue;
             }
@@ -230,31 +242,4 @@ pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<Strin
         done.push(format!("{}: {what}", link.display()));
     }
     Ok(done)
-}
-
-/// argh over the OsString arguments of a tool applet. On `--help` the help goes to stdout
-/// and Err(0) comes back; on a usage error the message goes to stderr and Err(2).
-pub fn parse_args<T: argh::FromArgs>(cmd: &str, args: &[OsString]) -> Result<T, i32> {
-    let Some(strs) = args.iter().map(|a| a.to_str()).collect::<Option<Vec<_>>>() else {
-        eprintln!("{cmd}: arguments must be UTF-8");
-        return Err(2);
-    };
-    T::from_args(&[cmd], &strs).map_err(|e| {
-        if e.status.is_ok() {
-            print!("{}", e.output);
-            0
-        } else {
-            eprint!("{}", e.output);
-            2
-        }
-    })
-}
-
-/// True when both paths name the same file (device and inode), through symlinks.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
 }

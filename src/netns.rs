@@ -181,10 +181,3 @@ fn check_is_netns(file: &File, path: &Path) -> Result<(), Error> {
     }
     Err(Error::new("open", path, ErrorKind::NotNetns))
 }
-
-/// Plugins report namespace failures as plain errors (code 999), as the reference does.
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}

@@ -123,13 +123,6 @@ fn io_err(op: &'static str, key: &str, e: io::Error) -> Error {
     }
 }
 
-/// Plugins report sysctl failures as plain errors (code 999), as the reference does.
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

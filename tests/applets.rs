@@ -11,6 +11,8 @@ const EXPECTED: &[&str] = &[
     "veth",
     "ptp",
     "macvlan",
+    "loopback",
+    "tuning",
     "host-local",
     "cnitool",
     "oci-hook",

@@ -371,6 +371,54 @@ fn stable_bridge_mac_across_attachments() {
     }
 }
 
+/// `addr_assign_type` of a link (0 random at creation… 1 random, 3 set by user space), read
+/// through `ip netns exec`, which mounts the namespace's own sysfs.
+pub fn addr_assign_type(ns: &Netns, dev: &str) -> String {
+    let out = common::run_ok(std::process::Command::new("ip").args([
+        "netns",
+        "exec",
+        &ns.name,
+        "cat",
+        &format!("/sys/class/net/{dev}/addr_assign_type"),
+    ]));
+    out.trim().to_string()
+}
+
+/// Both veth ends get their MACs in the create request (as veth does), so the kernel records
+/// them as set (3) rather than random (1), which udev's `MACAddressPolicy=persistent` would
+/// rewrite after ADD, breaking the MACs the result reported.
+#[test]
+fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
+    for v in ALL_VERSIONS {
+        for requested in [None, Some("c2:11:22:33:44:05")] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let mut c = conf(&env, v, json!({"ipam": ipam(&["10.1.2.0/24"])}));
+            if let Some(m) = requested {
+                c["runtimeConfig"] = json!({"mac": m});
+            }
+            let r = add(&env, "macs", &ctr, &c).success();
+            let host_veth = host_veths(&env.host)[0].clone();
+            assert_eq!(addr_assign_type(&env.host, &host_veth), "3", "{v}: host end");
+            assert_eq!(addr_assign_type(&ctr, IFNAME), "3", "{v}: container end");
+            let cont_mac = link_details(&ctr, IFNAME)["address"].clone();
+            if let Some(m) = requested {
+                assert_eq!(cont_mac, m, "{v}");
+            }
+            if has_interfaces(v) {
+                assert_eq!(
+                    r["interfaces"][1]["mac"],
+                    link_details(&env.host, &host_veth)["address"],
+                    "{v}"
+                );
+                assert_eq!(r["interfaces"][2]["mac"], cont_mac, "{v}");
+            }
+            del(&env, "macs", ctr.path_str(), &c).success();
+            assert_clean(&env, "macs", Some(&ctr));
+        }
+    }
+}
+
 #[test]
 fn explicit_container_mac_precedence() {
     let env = TestEnv::new();

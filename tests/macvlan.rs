@@ -860,6 +860,30 @@ fn dual_stack_keeps_dad_and_waits_for_it() {
     w.call("DEL", &with_prev(&c, &r)).success();
 }
 
+/// DAD cannot finish on a master without carrier (down, or its peer down): ADD succeeds as
+/// the reference's does, the IPv6 address stays tentative until carrier comes (the kernel
+/// runs DAD then), and CHECK and DEL work.
+#[test]
+fn ipv6_on_a_master_without_carrier_succeeds_with_the_address_tentative() {
+    for (what, down) in [("master down", "mst0"), ("peer down", "mst0p")] {
+        for v in ALL_VERSIONS {
+            let w = World::new(Placement::Host);
+            w.env.host.ip(&["link", "set", down, "down"]);
+            let c = w.conf(v, json!({"ipam": {"ranges": [[{"subnet": "2001:db8:8::/64"}]]}}));
+            let r = w.call("ADD", &c).success();
+            let a = w.ns.ip_json(&["-6", "addr", "show", "dev", IFNAME, "scope", "global"]);
+            let info = &a[0]["addr_info"][0];
+            assert_eq!(info["local"], "2001:db8:8::2", "{what} {v}: {a}");
+            assert_eq!(info["tentative"], true, "{what} {v}: {info}");
+            if !matches!(*v, "0.1.0" | "0.2.0" | "0.3.0" | "0.3.1") {
+                w.call("CHECK", &with_prev(&c, &r)).success();
+            }
+            w.call("DEL", &with_prev(&c, &r)).success();
+            w.assert_clean(what);
+        }
+    }
+}
+
 #[test]
 fn empty_ipam_result_removes_the_link_and_releases() {
     use std::os::unix::fs::PermissionsExt;

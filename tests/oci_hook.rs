@@ -361,3 +361,62 @@ fn hook_with_bad_input_fails_clearly() {
     let out = run(r#"{"id":"gone","status":"stopped","pid":0}"#, &a);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// A failed ADD says its cause once and first: the plugin's message is not repeated, and
+/// the warnings of the cleanup that follows come after it.
+#[test]
+fn a_failed_add_reports_its_cause_once_before_cleanup_warnings() {
+    let w = World::new(66, None);
+    let script = w.env.bin_dir.join("recorder");
+    std::fs::write(&script, include_str!("plugins/recorder.sh")).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let fail = json!({
+        "ADD": {"code": 11, "msg": "boom on add"},
+        "DEL": {"code": 11, "msg": "boom on del"},
+    });
+    for version in ["0.4.0", "1.0.0", "1.1.0"] {
+        let list = json!({
+            "cniVersion": version,
+            "name": "failnet",
+            "plugins": [{"type": "recorder", "tag": "a", "fail": fail}],
+        });
+        std::fs::write(w.conf_dir.join("00-fail.conflist"), serde_json::to_vec(&list).unwrap()).unwrap();
+        let ctr = w.env.container();
+        let mut sleeper = ctr.command("sleep").arg("30").spawn().unwrap();
+        let state = json!({"ociVersion": "1.0.2", "id": "f1", "status": "creating", "pid": sleeper.id()});
+        let mut args = vec!["add".to_string(), "--network".into(), "failnet".into()];
+        args.extend(w.hook_args());
+        let out = w
+            .env
+            .call("oci-hook")
+            .args(&args)
+            .env("RECORD_FILE", w.env.tmp.path().join("record").to_str().unwrap())
+            .stdin(serde_json::to_vec(&state).unwrap())
+            .run();
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert_eq!(out.code, 1, "{version}: {out:?}");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert!(
+            lines
+                .first()
+                .is_some_and(|l| l.contains("error:") && l.contains("boom on add")),
+            "{version}: the cause comes first: {}",
+            out.stderr
+        );
+        assert_eq!(
+            out.stderr.matches("boom on add").count(),
+            1,
+            "{version}: {}",
+            out.stderr
+        );
+        assert!(
+            lines
+                .iter()
+                .skip(1)
+                .any(|l| l.contains("warning: cleanup of failnet") && l.contains("boom on del")),
+            "{version}: {}",
+            out.stderr
+        );
+    }
+}

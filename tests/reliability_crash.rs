@@ -43,6 +43,7 @@ fn spawn(program: &Path, args: &[&str], env: &[(&str, String)], netns: &Path, st
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
     unsafe {
         c.pre_exec(move || nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from));
     }

@@ -200,6 +200,7 @@ mod tests {
             name: "n".into(),
             cni_version,
             config,
+            applets: None,
         }
     }
 

@@ -9,7 +9,6 @@ use super::error::code;
 use super::version::{go_list, go_quote};
 use super::{CniResult, Command, Error, Plugin, Request};
 use std::io::{Seek, SeekFrom, Write};
-use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -39,42 +38,30 @@ fn depth() -> u32 {
     inherited.saturating_add(IN_PROCESS_DEPTH.with(|d| d.get()))
 }
 
-/// Looks an applet up by name; the real one is [`crate::applets::plugin`].
-pub type AppletLookup<'a> = &'a dyn Fn(&str) -> Option<&'static dyn Plugin>;
-
 pub fn add(ipam_type: &str, req: &Request) -> Result<CniResult, Error> {
-    add_with(ipam_type, req, &crate::applets::plugin)
-}
-
-pub fn del(ipam_type: &str, req: &Request) -> Result<(), Error> {
-    run(ipam_type, req, Command::Del, &crate::applets::plugin).map(drop)
-}
-
-pub fn check(ipam_type: &str, req: &Request) -> Result<(), Error> {
-    run(ipam_type, req, Command::Check, &crate::applets::plugin).map(drop)
-}
-
-pub fn status(ipam_type: &str, req: &Request) -> Result<(), Error> {
-    run(ipam_type, req, Command::Status, &crate::applets::plugin).map(drop)
-}
-
-pub fn gc(ipam_type: &str, req: &Request) -> Result<(), Error> {
-    run(ipam_type, req, Command::Gc, &crate::applets::plugin).map(drop)
-}
-
-/// [`add`] with the applet table passed in (tests use a fake one).
-pub fn add_with(ipam_type: &str, req: &Request, applets: AppletLookup) -> Result<CniResult, Error> {
-    let result = run(ipam_type, req, Command::Add, applets)?;
+    let result = run(ipam_type, req, Command::Add)?;
     result.ok_or_else(|| Error::internal(format!("delegated plugin {ipam_type:?} returned no result")))
 }
 
+pub fn del(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Del).map(drop)
+}
+
+pub fn check(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Check).map(drop)
+}
+
+pub fn status(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Status).map(drop)
+}
+
+pub fn gc(ipam_type: &str, req: &Request) -> Result<(), Error> {
+    run(ipam_type, req, Command::Gc).map(drop)
+}
+
 /// Run `command` on the delegate; `Some(result)` for ADD.
-pub fn run(
-    ipam_type: &str,
-    req: &Request,
-    command: Command,
-    applets: AppletLookup,
-) -> Result<Option<CniResult>, Error> {
+/// A delegate that is this very binary runs in-process, through the request's applet table.
+pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<CniResult>, Error> {
     let depth = depth();
     if depth >= MAX_DEPTH {
         return Err(Error::internal(format!(
@@ -82,8 +69,11 @@ pub fn run(
         )));
     }
     let path = find_in_path(ipam_type, &req.path)?;
-    if crate::applets::same_file(&path, Path::new("/proc/self/exe")) {
-        let Some(plugin) = applets(ipam_type) else {
+    let this_binary = req
+        .applets
+        .filter(|_| crate::util::same_file(&path, Path::new("/proc/self/exe")));
+    if let Some(lookup) = this_binary {
+        let Some(plugin) = lookup(ipam_type) else {
             // exec'ing ourselves under a name we do not answer to could only fail
             return Err(Error::internal(format!(
                 "{} is this binary, which has no applet named {ipam_type:?}",
@@ -317,13 +307,8 @@ fn forward_stderr(stderr: &[u8]) {
 /// stdin for the child as an in-memory file: no pipe to feed, so no deadlock with a child
 /// that writes before it reads, and it can be rewound for a retry.
 fn stdin_file(data: &[u8]) -> std::io::Result<std::fs::File> {
-    // SAFETY: the name is a valid NUL-terminated string; the returned fd is checked below.
-    let fd = unsafe { libc::memfd_create(c"cni-stdin".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let fd = nix::sys::memfd::memfd_create(c"cni-stdin", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
     file.write_all(data)?;
     Ok(file)
 }
@@ -332,6 +317,7 @@ fn stdin_file(data: &[u8]) -> std::io::Result<std::fs::File> {
 mod tests {
     use super::*;
     use crate::cni::result::IpConfig;
+    use crate::cni::AppletLookup;
     use serde_json::{json, Value};
     use std::os::unix::fs::PermissionsExt;
     use std::sync::Mutex;
@@ -356,7 +342,27 @@ mod tests {
             name: "net1".into(),
             cni_version: version.into(),
             config,
+            applets: None,
         }
+    }
+
+    /// [`add`] with `applets` as the request's applet table.
+    fn add_with(ipam_type: &str, req: &Request, applets: AppletLookup) -> Result<CniResult, Error> {
+        let mut req = req.clone();
+        req.applets = Some(applets);
+        add(ipam_type, &req)
+    }
+
+    /// [`run`] with `applets` as the request's applet table.
+    fn run_with(
+        ipam_type: &str,
+        req: &Request,
+        command: Command,
+        applets: AppletLookup,
+    ) -> Result<Option<CniResult>, Error> {
+        let mut req = req.clone();
+        req.applets = Some(applets);
+        run(ipam_type, &req, command)
     }
 
     fn no_applets(_: &str) -> Option<&'static dyn Plugin> {
@@ -411,7 +417,7 @@ mod tests {
             ),
         );
         let r = req(dir.path(), Command::Add, "1.0.0");
-        let result = add_with("fake", &r, &no_applets).unwrap();
+        let result = add_with("fake", &r, no_applets).unwrap();
         assert_eq!(result.cni_version, "1.0.0");
         assert_eq!(result.ips[0].address.to_string(), "10.1.2.3/24");
         assert_eq!(result.dns.nameservers, Some(vec!["10.1.2.1".to_string()]));
@@ -457,7 +463,7 @@ mod tests {
             "fake",
             r#"echo '{"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.1.2.3/24"}]}'"#,
         );
-        let result = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap();
+        let result = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), no_applets).unwrap();
         assert_eq!(result.cni_version, "0.4.0");
         assert_eq!(result.ips.len(), 1);
     }
@@ -470,7 +476,7 @@ mod tests {
             "fake",
             r#"echo '{"cniVersion":"1.0.0","code":11,"msg":"try later","details":"ipam busy"}'; echo log >&2; exit 1"#,
         );
-        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), no_applets).unwrap_err();
         assert_eq!(e, Error::new(11, "try later").with_details("ipam busy"));
         let e = del("fake", &req(dir.path(), Command::Del, "1.0.0")).unwrap_err();
         assert_eq!(e.code, 11);
@@ -484,17 +490,17 @@ mod tests {
         script(dir.path(), "garbage", "echo garbage; exit 1");
         script(dir.path(), "killed", "kill -9 $$");
         let r = req(dir.path(), Command::Add, "1.0.0");
-        let e = add_with("silent", &r, &no_applets).unwrap_err();
+        let e = add_with("silent", &r, no_applets).unwrap_err();
         assert_eq!(
             (e.code, e.msg.as_str()),
             (0, "netplugin failed with no error message: exit status 3")
         );
-        let e = add_with("noisy", &r, &no_applets).unwrap_err();
+        let e = add_with("noisy", &r, no_applets).unwrap_err();
         assert_eq!(
             (e.code, e.msg.as_str()),
             (0, r#"netplugin failed: "oops\n": exit status 3"#)
         );
-        let e = add_with("garbage", &r, &no_applets).unwrap_err();
+        let e = add_with("garbage", &r, no_applets).unwrap_err();
         assert_eq!(e.code, 0);
         assert!(
             e.msg
@@ -502,7 +508,7 @@ mod tests {
             "{}",
             e.msg
         );
-        let e = add_with("killed", &r, &no_applets).unwrap_err();
+        let e = add_with("killed", &r, no_applets).unwrap_err();
         assert_eq!(e.msg, "netplugin failed with no error message: signal: killed");
     }
 
@@ -510,12 +516,12 @@ mod tests {
     fn add_with_unparsable_result() {
         let dir = tempfile::tempdir().unwrap();
         script(dir.path(), "fake", "echo garbage");
-        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        let e = add_with("fake", &req(dir.path(), Command::Add, "1.0.0"), no_applets).unwrap_err();
         assert_eq!(e.code, 999);
         assert!(e.msg.starts_with("failed to unmarshal raw result: "), "{}", e.msg);
         assert!(e.msg.ends_with(" result garbage\n"), "{}", e.msg);
         script(dir.path(), "old", r#"echo '{"cniVersion":"0.9.0"}'"#);
-        let e = add_with("old", &req(dir.path(), Command::Add, "1.0.0"), &no_applets).unwrap_err();
+        let e = add_with("old", &req(dir.path(), Command::Add, "1.0.0"), no_applets).unwrap_err();
         assert_eq!(e.msg, r#"unsupported CNI result version "0.9.0""#);
     }
 
@@ -553,7 +559,7 @@ mod tests {
         let mut config = r.config.clone();
         config["pad"] = Value::String("x".repeat(900_000));
         r.stdin = config.to_string().into_bytes();
-        let result = add_with("fake", &r, &no_applets).unwrap();
+        let result = add_with("fake", &r, no_applets).unwrap();
         assert_eq!(result.cni_version, "1.0.0");
         assert_eq!(std::fs::read(dir.path().join("stdin")).unwrap().len(), r.stdin.len());
     }
@@ -604,10 +610,10 @@ mod tests {
             "delegates to itself"
         }
         fn add(&self, req: &Request) -> Result<CniResult, Error> {
-            add_with("looping", req, &looping_lookup)
+            add_with("looping", req, looping_lookup)
         }
         fn del(&self, req: &Request) -> Result<(), Error> {
-            run("looping", req, Command::Del, &looping_lookup).map(drop)
+            run_with("looping", req, Command::Del, looping_lookup).map(drop)
         }
         fn check(&self, _req: &Request) -> Result<(), Error> {
             Ok(())
@@ -626,10 +632,10 @@ mod tests {
         let me = std::fs::read_link("/proc/self/exe").unwrap();
         std::os::unix::fs::symlink(&me, dir.path().join("looping")).unwrap();
         let r = req(dir.path(), Command::Add, "1.0.0");
-        let e = add_with("looping", &r, &looping_lookup).unwrap_err();
+        let e = add_with("looping", &r, looping_lookup).unwrap_err();
         assert_eq!(e.code, 999);
         assert!(e.msg.contains("delegations nested 3 deep"), "{}", e.msg);
-        let e = run("looping", &r, Command::Del, &looping_lookup).unwrap_err();
+        let e = run_with("looping", &r, Command::Del, looping_lookup).unwrap_err();
         assert!(e.msg.contains("a loop"), "{}", e.msg);
         assert_eq!(IN_PROCESS_DEPTH.with(|d| d.get()), 0, "the depth unwinds");
     }
@@ -643,7 +649,7 @@ mod tests {
             r#"printf '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.%s/24"}]}' "$CNIBOX_DELEGATION_DEPTH""#,
         );
         let r = req(dir.path(), Command::Add, "1.0.0");
-        let result = add_with("depth", &r, &no_applets).unwrap();
+        let result = add_with("depth", &r, no_applets).unwrap();
         assert_eq!(result.ips[0].address.to_string(), "10.1.2.1/24");
     }
 
@@ -660,24 +666,24 @@ mod tests {
 
         // 0.2.0: the result goes through the 0.2.0 shape, as if printed and read back
         let r = req(dir.path(), Command::Add, "0.2.0");
-        let result = add_with("fake-ipam", &r, &in_proc_lookup).unwrap();
+        let result = add_with("fake-ipam", &r, in_proc_lookup).unwrap();
         assert_eq!(result.cni_version, "0.2.0");
         assert_eq!(result.ips.len(), 1);
         assert_eq!(result.ips[0].interface, None);
         let r = req(dir.path(), Command::Add, "1.1.0");
-        let result = add_with("fake-ipam", &r, &in_proc_lookup).unwrap();
+        let result = add_with("fake-ipam", &r, in_proc_lookup).unwrap();
         assert_eq!(result.ips.len(), 2);
         assert_eq!(result.ips[0].interface, Some(0));
 
-        let e = run(
+        let e = run_with(
             "fake-ipam",
             &req(dir.path(), Command::Add, "1.1.0"),
             Command::Del,
-            &in_proc_lookup,
+            in_proc_lookup,
         )
         .unwrap_err();
         assert_eq!(e, Error::new(11, "busy").with_details("in-process"));
-        run("fake-ipam", &r, Command::Check, &in_proc_lookup).unwrap();
+        run_with("fake-ipam", &r, Command::Check, in_proc_lookup).unwrap();
 
         let calls = IN_PROC_CALLS.lock().unwrap().clone();
         assert_eq!(
@@ -689,7 +695,7 @@ mod tests {
             ]
         );
 
-        let e = add_with("no-such-applet", &r, &in_proc_lookup).unwrap_err();
+        let e = add_with("no-such-applet", &r, in_proc_lookup).unwrap_err();
         assert!(
             e.msg
                 .ends_with(r#"is this binary, which has no applet named "no-such-applet""#),

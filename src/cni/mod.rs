@@ -10,5 +10,5 @@ pub mod result;
 pub mod version;
 
 pub use error::Error;
-pub use plugin::{Command, Plugin, Request};
+pub use plugin::{AppletLookup, Command, Plugin, Request};
 pub use result::CniResult;

@@ -6,6 +6,7 @@ use super::{env, json, version, CniResult, Error};
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::sync::Mutex;
 
 /// `CNI_COMMAND`.
@@ -65,7 +66,14 @@ pub struct Request {
     pub name: String,
     /// The config's `cniVersion` ("" is normalised to "0.1.0").
     pub cni_version: String,
+    /// This binary's own applets, handed down from the applet table by the entry point, so
+    /// a delegation to one of them runs in-process. `None`: every delegate is exec'd.
+    pub applets: Option<AppletLookup>,
 }
+
+/// Looks one of this binary's applets up by name. The applet table at the top passes its
+/// lookup down through [`run`]; nothing below it imports the table.
+pub type AppletLookup = fn(&str) -> Option<&'static dyn Plugin>;
 
 impl Request {
     /// A request for `command` with `config` as stdin and no environment beyond it: name and
@@ -91,6 +99,7 @@ impl Request {
             config,
             name,
             cni_version,
+            applets: None,
         }
     }
 }
@@ -103,6 +112,10 @@ pub trait Plugin: Sync {
     fn add(&self, req: &Request) -> Result<CniResult, Error>;
     fn del(&self, req: &Request) -> Result<(), Error>;
     fn check(&self, req: &Request) -> Result<(), Error>;
+    /// The spec versions this plugin speaks (skel's `versionInfo`), oldest first.
+    fn versions(&self) -> &'static [&'static str] {
+        version::SUPPORTED
+    }
     /// Default: ready (what skel answers for a plugin without STATUS).
     fn status(&self, _req: &Request) -> Result<(), Error> {
         Ok(())
@@ -119,15 +132,17 @@ pub const STDIN_LIMIT: u64 = 1 << 20;
 /// The config's `cniVersion` once known, for the panic hook's error object.
 static PANIC_CNI_VERSION: Mutex<Option<String>> = Mutex::new(None);
 
-/// Run a plugin as the process entry point; returns the exit code.
-pub fn run(plugin: &dyn Plugin) -> i32 {
+/// Run a plugin as the process entry point; returns the exit code. `applets` finds this
+/// binary's other applets for in-process delegation.
+pub fn run(plugin: &dyn Plugin, applets: AppletLookup) -> i32 {
     install_panic_hook();
     let getenv = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    run_with(
+    entry(
         plugin,
+        Some(applets),
         &getenv,
         &mut stdin.lock(),
         &mut stdout.lock(),
@@ -137,7 +152,8 @@ pub fn run(plugin: &dyn Plugin) -> i32 {
 
 /// The entry point with its inputs and outputs passed in (testable without a process).
 /// Prints the result (ADD), the VERSION reply, or an error object on `stdout`; returns the
-/// exit code (0, or 1 for an error as Go plugins do).
+/// exit code (0, or 1 for an error as Go plugins do). Without an applet table, every
+/// delegate is exec'd.
 pub fn run_with(
     plugin: &dyn Plugin,
     getenv: &dyn Fn(&str) -> Option<String>,
@@ -145,8 +161,19 @@ pub fn run_with(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> i32 {
+    entry(plugin, None, getenv, stdin, stdout, stderr)
+}
+
+fn entry(
+    plugin: &dyn Plugin,
+    applets: Option<AppletLookup>,
+    getenv: &dyn Fn(&str) -> Option<String>,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
     let mut cni_version = None;
-    match dispatch(plugin, getenv, stdin, stdout, stderr, &mut cni_version) {
+    match dispatch(plugin, applets, getenv, stdin, stdout, stderr, &mut cni_version) {
         Ok(()) => 0,
         Err(e) => {
             if let Err(w) = stdout.write_all(error_json(&e, cni_version.as_deref()).as_bytes()) {
@@ -160,6 +187,7 @@ pub fn run_with(
 
 fn dispatch(
     plugin: &dyn Plugin,
+    applets: Option<AppletLookup>,
     getenv: &dyn Fn(&str) -> Option<String>,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
@@ -178,7 +206,7 @@ fn dispatch(
             let _ = writeln!(
                 stderr,
                 "CNI protocol versions supported: {}",
-                version::SUPPORTED.join(", ")
+                plugin.versions().join(", ")
             );
             return Ok(());
         }
@@ -186,7 +214,7 @@ fn dispatch(
     };
     // VERSION needs no config: stdin is not even read
     if environment.command == "VERSION" {
-        return write_version(stdout);
+        return write_version(plugin, stdout);
     }
 
     let stdin_bytes = read_stdin(stdin)?;
@@ -205,10 +233,10 @@ fn dispatch(
     let conf_version = decode_version(&config)?;
     remember_version(cni_version, &conf_version);
     match command {
-        Command::Add | Command::Del => version::check_supported(&conf_version)?,
-        Command::Check => version::check_verb(&conf_version, "CHECK", version::CHECK_MIN)?,
-        Command::Status => version::check_verb(&conf_version, "STATUS", version::STATUS_GC_MIN)?,
-        Command::Gc => version::check_verb(&conf_version, "GC", version::STATUS_GC_MIN)?,
+        Command::Add | Command::Del => version::check_supported_in(&conf_version, plugin.versions())?,
+        Command::Check => version::check_verb_in(&conf_version, "CHECK", version::CHECK_MIN, plugin.versions())?,
+        Command::Status => version::check_verb_in(&conf_version, "STATUS", version::STATUS_GC_MIN, plugin.versions())?,
+        Command::Gc => version::check_verb_in(&conf_version, "GC", version::STATUS_GC_MIN, plugin.versions())?,
         Command::Version => {}
     }
     if matches!(command, Command::Add | Command::Del | Command::Check)
@@ -233,6 +261,7 @@ fn dispatch(
         config,
         name,
         cni_version: conf_version,
+        applets,
     };
     match command {
         Command::Add => {
@@ -247,13 +276,13 @@ fn dispatch(
         Command::Check => plugin.check(&req),
         Command::Status => plugin.status(&req),
         Command::Gc => plugin.gc(&req),
-        Command::Version => write_version(stdout),
+        Command::Version => write_version(plugin, stdout),
     }
 }
 
-fn write_version(stdout: &mut dyn Write) -> Result<(), Error> {
+fn write_version(plugin: &dyn Plugin, stdout: &mut dyn Write) -> Result<(), Error> {
     stdout
-        .write_all(version::version_reply().as_bytes())
+        .write_all(version::version_reply_for(plugin.versions()).as_bytes())
         .and_then(|_| stdout.flush())
         .map_err(|e| Error::new(code::IO_FAILURE, format!("error writing VERSION reply: {e}")))
 }
@@ -382,20 +411,21 @@ fn install_panic_hook() {
         let cni_version = PANIC_CNI_VERSION.try_lock().ok().and_then(|g| g.clone());
         let out = panic_error_json(&message, location.as_deref(), cni_version.as_deref());
         // raw writes: the std handles may be locked or hold a half-written buffer
-        write_fd(libc::STDOUT_FILENO, out.as_bytes());
-        write_fd(libc::STDERR_FILENO, format!("cnibox: panic: {message}\n").as_bytes());
+        write_fd(std::io::stdout().as_fd(), out.as_bytes());
+        write_fd(
+            std::io::stderr().as_fd(),
+            format!("cnibox: panic: {message}\n").as_bytes(),
+        );
         std::process::exit(1);
     }));
 }
 
-fn write_fd(fd: libc::c_int, mut data: &[u8]) {
+fn write_fd(fd: std::os::fd::BorrowedFd, mut data: &[u8]) {
     while !data.is_empty() {
-        // SAFETY: `data` is a valid buffer of `data.len()` bytes for the duration of the call.
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-        if n <= 0 {
-            return;
+        match nix::unistd::write(fd, data) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data = &data[n..],
         }
-        data = &data[n as usize..];
     }
 }
 

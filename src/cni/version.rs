@@ -109,14 +109,19 @@ pub fn at_least(version: &str, min: &str) -> bool {
 
 /// The exact-match gate of skel (`incompatible CNI versions`, code 1).
 pub fn check_supported(config_version: &str) -> Result<(), Error> {
-    if is_supported(config_version) {
+    check_supported_in(config_version, SUPPORTED)
+}
+
+/// [`check_supported`] for a plugin that speaks only `supported` (bandwidth: 0.3.0 on).
+pub fn check_supported_in(config_version: &str, supported: &[&str]) -> Result<(), Error> {
+    if supported.contains(&config_version) {
         return Ok(());
     }
     Err(
         Error::new(code::INCOMPATIBLE_VERSION, "incompatible CNI versions").with_details(format!(
             "config is {}, plugin supports {}",
             go_quote(config_version),
-            go_quote_list(SUPPORTED)
+            go_quote_list(supported)
         )),
     )
 }
@@ -125,6 +130,11 @@ pub fn check_supported(config_version: &str) -> Result<(), Error> {
 /// unparsable version (6), older than the verb (1), newer than anything we support (1),
 /// then the exact-match gate.
 pub fn check_verb(config_version: &str, verb: &str, min: &str) -> Result<(), Error> {
+    check_verb_in(config_version, verb, min, SUPPORTED)
+}
+
+/// [`check_verb`] for a plugin that speaks only `supported`.
+pub fn check_verb_in(config_version: &str, verb: &str, min: &str, supported: &[&str]) -> Result<(), Error> {
     let conf = parse(config_version)?;
     if conf < parse(min)? {
         return Err(Error::new(
@@ -132,14 +142,14 @@ pub fn check_verb(config_version: &str, verb: &str, min: &str) -> Result<(), Err
             format!("config version does not allow {verb}"),
         ));
     }
-    let newest = parse(SUPPORTED[SUPPORTED.len() - 1])?;
+    let newest = parse(supported.last().copied().unwrap_or(CURRENT))?;
     if newest < conf {
         return Err(Error::new(
             code::INCOMPATIBLE_VERSION,
             format!("plugin version does not allow {verb}"),
         ));
     }
-    check_supported(config_version)
+    check_supported_in(config_version, supported)
 }
 
 /// 0.1.0 and 0.2.0 results hold one address per family; host-local rejects configs that
@@ -155,7 +165,12 @@ pub fn check_one_address_per_family(config_version: &str, v4: usize, v6: usize) 
 
 /// The VERSION reply: compact JSON with a trailing newline (Go's `json.Encoder`).
 pub fn version_reply() -> String {
-    let v = serde_json::json!({ "cniVersion": CURRENT, "supportedVersions": SUPPORTED });
+    version_reply_for(SUPPORTED)
+}
+
+/// The VERSION reply of a plugin that speaks only `supported`.
+pub fn version_reply_for(supported: &[&str]) -> String {
+    let v = serde_json::json!({ "cniVersion": CURRENT, "supportedVersions": supported });
     format!("{v}\n")
 }
 

@@ -86,7 +86,7 @@ fn split_list(s: &str) -> Vec<String> {
 
 /// The applet.
 pub fn main(args: &[OsString]) -> i32 {
-    let parsed: HookArgs = match crate::applets::parse_args("cnibox oci-hook", args) {
+    let parsed: HookArgs = match crate::util::argv::parse_args("cnibox oci-hook", args) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -120,20 +120,40 @@ pub fn main(args: &[OsString]) -> i32 {
     };
     match run(&parsed, &state, &mut log) {
         Ok(()) => 0,
-        Err(e) => {
+        Err(Failure::Cause(e)) => {
             log.line(format!("error: {e}"));
             1
         }
+        Err(Failure::Logged) => 1,
     }
 }
 
-fn run(args: &HookArgs, state: &State, log: &mut Log) -> Result<(), String> {
+/// Why the hook failed. A failed ADD logs its cause before it cleans up, so that the cause
+/// comes first and any cleanup warnings after it.
+enum Failure {
+    Cause(String),
+    Logged,
+}
+
+impl From<String> for Failure {
+    fn from(cause: String) -> Failure {
+        Failure::Cause(cause)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(cause: &str) -> Failure {
+        Failure::Cause(cause.to_string())
+    }
+}
+
+fn run(args: &HookArgs, state: &State, log: &mut Log) -> Result<(), Failure> {
     let phase = state.phase(args.phase.as_deref()).map_err(|e| e.to_string())?;
     let rt = Runtime::new(&args.conf_dir, vec![args.bin_dir.clone()], &args.cache_dir);
     let _one_hook_at_a_time = lock::hook(&args.cache_dir).map_err(|e| e.to_string())?;
     match phase {
         Phase::Add => add(args, state, &rt, log),
-        Phase::Del => del(args, state, &rt, log),
+        Phase::Del => del(args, state, &rt, log).map_err(Failure::from),
     }
 }
 
@@ -158,7 +178,7 @@ fn networks(args: &HookArgs, state: &State, rt: &Runtime) -> Result<Vec<NetworkL
         .collect()
 }
 
-fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), String> {
+fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), Failure> {
     if !state.bundle.as_os_str().is_empty() {
         match bundle::read_config(&state.bundle) {
             Ok(config) => {
@@ -228,17 +248,15 @@ fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
                 done.push((list, conf));
             }
             Err(e) => {
-                let msg = match e.plugin_error() {
-                    Some(pe) => format!("{e} ({pe})"),
-                    None => e.to_string(),
-                };
+                // The chain error already carries the plugin's message: say it once.
+                log.line(format!("error: {e}"));
                 done.push((list, conf));
                 for (list, conf) in done.iter().rev() {
                     if let Err(e) = rt.del_network_list(list, conf) {
                         log.line(format!("warning: cleanup of {}: {e}", list.name));
                     }
                 }
-                return Err(msg);
+                return Err(Failure::Logged);
             }
         }
     }

@@ -110,7 +110,7 @@ pub fn inject(bundle_dir: &Path, exe: &str, hook_args: &[String]) -> Result<(), 
 
 /// The `oci-wrap` applet.
 pub fn main(args: &[OsString]) -> i32 {
-    let parsed: WrapArgs = match crate::applets::parse_args("cnibox oci-wrap", args) {
+    let parsed: WrapArgs = match crate::util::argv::parse_args("cnibox oci-wrap", args) {
         Ok(p) => p,
         Err(code) => return code,
     };

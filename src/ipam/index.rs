@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
 use std::net::IpAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 pub const INDEX_DIR: &str = ".cnibox-index";
 const STAMP: &str = "stamp";
@@ -234,32 +234,22 @@ pub fn overwrite(dir: &OwnedFd, name: &str, content: &[u8]) -> nix::Result<()> {
 
 /// Names in a directory (without `.` and `..`).
 pub fn list_dir(dir: &OwnedFd) -> nix::Result<Vec<String>> {
-    let fd = Errno::result(unsafe { libc::dup(dir.as_raw_fd()) })?;
-    // SAFETY: fd is a fresh duplicate that the DIR stream owns from here on.
-    let dp = unsafe { libc::fdopendir(fd) };
-    if dp.is_null() {
-        let e = Errno::last();
-        unsafe { libc::close(fd) };
-        return Err(e);
-    }
-    // the duplicate shares the offset with `dir`: start from the beginning
-    unsafe { libc::rewinddir(dp) };
+    // a fresh open of "." has its own offset: reading it does not move `dir`'s
+    let mut stream = nix::dir::Dir::openat(
+        dir,
+        ".",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
     let mut names = vec![];
-    let result = loop {
-        Errno::clear();
-        let ent = unsafe { libc::readdir64(dp) };
-        if ent.is_null() {
-            let e = Errno::last();
-            break if e == Errno::UnknownErrno { Ok(()) } else { Err(e) };
-        }
-        let name = unsafe { std::ffi::CStr::from_ptr((*ent).d_name.as_ptr()) };
-        let name = name.to_string_lossy();
+    for entry in stream.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy();
         if name != "." && name != ".." {
             names.push(name.into_owned());
         }
-    };
-    unsafe { libc::closedir(dp) };
-    result.map(|()| names)
+    }
+    Ok(names)
 }
 
 impl Index {

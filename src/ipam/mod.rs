@@ -147,9 +147,8 @@ impl Plugin for HostLocal {
                 crate::cni::error::go_errno_text(&e)
             ))
         })?;
-        let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(Error::internal)?;
-        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(errno) = nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK) {
+            let e = std::io::Error::from(errno);
             return Err(unavailable(format!(
                 "host-local: data dir {} is not writable: {}",
                 dir.display(),

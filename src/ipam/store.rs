@@ -22,13 +22,13 @@
 use super::index::{self, list_dir, read_small, Entry, Index, IndexError, Owner};
 use super::range::parse_ip;
 use nix::errno::Errno;
-use nix::fcntl::{openat, OFlag};
+use nix::fcntl::{openat, Flock, FlockArg, OFlag};
 use nix::sys::stat::{fchmod, Mode};
 use nix::unistd::{linkat, unlinkat, UnlinkatFlags};
 use std::fmt;
 use std::io::Write;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -124,7 +124,7 @@ impl Peek {
 pub struct Store {
     path: PathBuf,
     dir: OwnedFd,
-    _lock: OwnedFd,
+    _lock: Flock<OwnedFd>,
     index: Index,
     /// The index stamp is withdrawn: write it again before unlocking.
     dirty: bool,
@@ -158,11 +158,12 @@ impl Store {
             Mode::from_bits_truncate(0o750),
         )
         .map_err(|e| StoreError(format!("open {}/{LOCK_FILE}: {}", path.display(), go_errno(e))))?;
-        loop {
-            match Errno::result(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }) {
-                Ok(_) => break,
-                Err(Errno::EINTR) => continue,
-                Err(e) => {
+        let mut lock = lock;
+        let lock = loop {
+            match Flock::lock(lock, FlockArg::LockExclusive) {
+                Ok(held) => break held,
+                Err((fd, Errno::EINTR)) => lock = fd,
+                Err((_, e)) => {
                     return Err(StoreError(format!(
                         "lock {}/{LOCK_FILE}: {}",
                         path.display(),
@@ -170,7 +171,7 @@ impl Store {
                     )))
                 }
             }
-        }
+        };
         let index = Index::open(&dir)?;
         let mut store = Store {
             path,
@@ -520,9 +521,10 @@ mod tests {
     }
 
     fn current_umask() -> u32 {
-        let m = unsafe { libc::umask(0o022) };
-        unsafe { libc::umask(m) };
-        m as u32
+        use nix::sys::stat::{umask, Mode};
+        let m = umask(Mode::from_bits_truncate(0o022));
+        umask(m);
+        m.bits()
     }
 
     #[test]
@@ -650,7 +652,7 @@ mod tests {
         for fd in 3..1024 {
             let p = format!("/proc/self/fd/{fd}");
             if std::fs::read_link(&p).map(|l| l == dir.join("lock")).unwrap_or(false) {
-                unsafe { libc::close(fd) };
+                nix::unistd::close(fd).unwrap();
             }
         }
         let mut s = Store::open(d.path(), "net").unwrap();

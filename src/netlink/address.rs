@@ -10,7 +10,7 @@ use neli::FromBytesWithInput;
 
 use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
-use super::link::LinkRef;
+use super::link::{LinkRef, OperState};
 use super::transport::{Message, Transport};
 use super::types::{Family, Scope};
 use super::wire::{self, attr};
@@ -157,7 +157,13 @@ const SETTLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50
 impl<T: Transport> Handle<T> {
     /// Waits until no address of the link is tentative (IPv6 DAD still running), polling
     /// like the reference plugins' `SettleAddresses`. A DAD failure ends the wait at once
-    /// with a [`ErrorKind::DadFailed`] error; the deadline with [`ErrorKind::Timeout`].
+    /// with a [`ErrorKind::DadFailed`] error.
+    ///
+    /// DAD cannot run on a link without carrier (a macvlan whose master is down or has no
+    /// peer): the kernel keeps its addresses tentative until carrier comes and runs DAD
+    /// then. So a link without carrier ends the wait at once, successfully, with the
+    /// addresses still tentative; and at the deadline only a link that is oper-up is a
+    /// [`ErrorKind::Timeout`] error (the reference's current rule), any other state is not.
     pub fn settle_addresses<'a>(&self, link: impl Into<LinkRef<'a>>, timeout: std::time::Duration) -> Result<()> {
         let link = link.into();
         let op = Op::new("settle addresses of", link.to_string());
@@ -173,7 +179,14 @@ impl<T: Transport> Handle<T> {
             if !addrs.iter().any(Address::is_tentative) {
                 return Ok(());
             }
+            let state = self.link(index)?;
+            if !state.lower_up {
+                return Ok(());
+            }
             if std::time::Instant::now() >= deadline {
+                if state.oper_state != OperState::Up {
+                    return Ok(());
+                }
                 let secs = timeout.as_secs_f64();
                 return Err(op
                     .error(ErrorKind::Timeout)

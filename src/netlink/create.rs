@@ -12,7 +12,7 @@ use neli::types::{Buffer, RtBuffer};
 use super::handle::{Handle, Op, Result};
 use super::link::Link;
 use super::transport::Transport;
-use super::types::MacAddr;
+use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr, Nest};
 use crate::netns::Netns;
 
@@ -39,61 +39,6 @@ pub struct BridgeSpec<'a> {
     pub mac: Option<MacAddr>,
     /// Turn on VLAN filtering (IFLA_BR_VLAN_FILTERING); fails as Unsupported on kernels without it.
     pub vlan_filtering: bool,
-}
-
-/// macvlan modes (IFLA_MACVLAN_MODE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MacvlanMode {
-    Private,
-    Vepa,
-    Bridge,
-    Passthru,
-    Source,
-}
-
-impl MacvlanMode {
-    pub fn to_raw(self) -> u32 {
-        match self {
-            MacvlanMode::Private => 1,
-            MacvlanMode::Vepa => 2,
-            MacvlanMode::Bridge => 4,
-            MacvlanMode::Passthru => 8,
-            MacvlanMode::Source => 16,
-        }
-    }
-
-    pub fn from_raw(n: u32) -> Option<MacvlanMode> {
-        Some(match n {
-            1 => MacvlanMode::Private,
-            2 => MacvlanMode::Vepa,
-            4 => MacvlanMode::Bridge,
-            8 => MacvlanMode::Passthru,
-            16 => MacvlanMode::Source,
-            _ => return None,
-        })
-    }
-
-    /// The config spelling: `private`, `vepa`, `bridge`, `passthru`, `source`.
-    pub fn parse(s: &str) -> Option<MacvlanMode> {
-        Some(match s {
-            "private" => MacvlanMode::Private,
-            "vepa" => MacvlanMode::Vepa,
-            "bridge" => MacvlanMode::Bridge,
-            "passthru" => MacvlanMode::Passthru,
-            "source" => MacvlanMode::Source,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MacvlanMode::Private => "private",
-            MacvlanMode::Vepa => "vepa",
-            MacvlanMode::Bridge => "bridge",
-            MacvlanMode::Passthru => "passthru",
-            MacvlanMode::Source => "source",
-        }
-    }
 }
 
 /// A macvlan on `parent` (an index in the handle's namespace), born in `netns`.

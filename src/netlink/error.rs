@@ -186,13 +186,6 @@ pub fn errno_text(errno: i32) -> String {
     }
 }
 
-/// Plugins report netlink failures as plain errors (code 999), as the reference plugins do.
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}
-
 #[cfg(test)]
 mod errno_tests {
     use super::errno_text;

@@ -40,7 +40,7 @@ impl Handle<Socket> {
 }
 
 impl<T: Transport> Handle<T> {
-    /// A handle over any transport (a [`FakeTransport`](super::FakeTransport) in unit tests).
+    /// A handle over any transport (the fake one of `testing` in unit tests).
     pub fn with_transport(transport: T) -> Handle<T> {
         Handle { transport }
     }

@@ -8,16 +8,16 @@ use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 use neli::FromBytesWithInput;
 
-use super::create::MacvlanMode;
 use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
 use super::transport::{Message, Transport};
-use super::types::MacAddr;
+use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr};
 use crate::netns::Netns;
 
 const IFF_UP: u32 = 0x1;
 const IFF_PROMISC: u32 = 0x100;
+const IFF_ALLMULTI: u32 = 0x200;
 const IFF_LOWER_UP: u32 = 0x10000;
 
 /// A network interface as the kernel reports it.
@@ -45,6 +45,10 @@ pub struct Link {
     pub link_netnsid: Option<i32>,
     pub macvlan_mode: Option<MacvlanMode>,
     pub promisc: bool,
+    /// Receives all multicast frames (IFF_ALLMULTI).
+    pub allmulti: bool,
+    /// Transmit queue length (IFLA_TXQLEN).
+    pub txqlen: u32,
     /// All ifi_flags bits, for anything not broken out above.
     pub flags: u32,
 }
@@ -62,6 +66,18 @@ pub enum OperState {
 }
 
 impl OperState {
+    pub(crate) fn to_raw(self) -> u8 {
+        match self {
+            OperState::Unknown => 0,
+            OperState::NotPresent => 1,
+            OperState::Down => 2,
+            OperState::LowerLayerDown => 3,
+            OperState::Testing => 4,
+            OperState::Dormant => 5,
+            OperState::Up => 6,
+        }
+    }
+
     fn from_raw(n: u8) -> OperState {
         match n {
             1 => OperState::NotPresent,
@@ -207,6 +223,20 @@ impl<T: Transport> Handle<T> {
         )
     }
 
+    /// `ip link set LINK allmulticast on|off`
+    pub fn set_allmulti<'a>(&self, link: impl Into<LinkRef<'a>>, on: bool) -> Result<()> {
+        self.set_flag(
+            link.into(),
+            if on {
+                "set allmulticast on"
+            } else {
+                "set allmulticast off"
+            },
+            IFF_ALLMULTI,
+            on,
+        )
+    }
+
     fn set_flag(&self, link: LinkRef<'_>, what: &str, flag: u32, on: bool) -> Result<()> {
         let op = Op::new(what, link.to_string());
         let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
@@ -233,6 +263,17 @@ impl<T: Transport> Handle<T> {
             link,
             wire::IFLA_MTU,
             mtu,
+        )
+    }
+
+    /// `ip link set LINK txqueuelen N`
+    pub fn set_txqlen<'a>(&self, link: impl Into<LinkRef<'a>>, qlen: u32) -> Result<()> {
+        let link = link.into();
+        self.set_attr(
+            &Op::new(format!("set txqueuelen {qlen} of"), link.to_string()),
+            link,
+            wire::IFLA_TXQLEN,
+            qlen,
         )
     }
 
@@ -311,6 +352,8 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
         link_netnsid: None,
         macvlan_mode: None,
         promisc: flags & IFF_PROMISC != 0,
+        allmulti: flags & IFF_ALLMULTI != 0,
+        txqlen: 0,
         flags,
     };
     for a in msg.rtattrs().iter() {
@@ -318,6 +361,7 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
         match u16::from(*a.rta_type()) & 0x3fff {
             wire::IFLA_IFNAME => link.name = wire::as_string(p),
             wire::IFLA_MTU => link.mtu = wire::as_u32(p).unwrap_or(0),
+            wire::IFLA_TXQLEN => link.txqlen = wire::as_u32(p).unwrap_or(0),
             wire::IFLA_ADDRESS => link.mac = <[u8; 6]>::try_from(p).ok().map(MacAddr),
             wire::IFLA_MASTER => link.master = wire::as_u32(p).filter(|m| *m != 0),
             wire::IFLA_LINK => link.peer_index = wire::as_u32(p).filter(|l| *l != 0),

@@ -11,20 +11,26 @@
 //! ```
 //!
 //! Below the handle sits the [`Transport`] seam: [`Socket`] talks to the kernel, and
-//! [`FakeTransport`] records requests and serves canned replies for tests without root.
+//! `testing::FakeTransport` records requests and serves canned replies for tests without root
+//! (compiled only into tests).
 //!
 //! Modules: `handle` (request discipline), `link` (lookup, change, delete), `create` (veth,
 //! bridge, macvlan), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
-//! `names` (random veth names), `transport`, `fake`, `wire` (numbers and attribute bytes),
+//! `names` (random veth names), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
+//!
+//! Netfilter has its own socket family: [`netfilter`] (the `NETLINK_NETFILTER` socket, the
+//! nfnetlink header and batches, shared by nf_tables and conntrack) and [`nftables`]
+//! (tables, chains, rules, and the rule shapes the plugins use).
 mod address;
 mod bridge_port;
 mod create;
 mod error;
-mod fake;
 mod handle;
 mod link;
 mod names;
+pub mod netfilter;
+pub mod nftables;
 mod route;
 mod transport;
 mod types;
@@ -34,15 +40,20 @@ pub use address::{
     AddrOptions, Address, IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_TENTATIVE,
 };
 pub use bridge_port::{PortFlags, PortVlan};
-pub use create::{BridgeSpec, MacvlanMode, MacvlanSpec, VethSpec};
+pub use create::{BridgeSpec, MacvlanSpec, VethSpec};
 pub use error::{errno_text, Error, ErrorKind};
-pub use fake::{attributes, encode_address, encode_link, FakeTransport, IFADDRMSG_LEN, IFINFOMSG_LEN, RTMSG_LEN};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
 pub use route::{RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
-pub use types::{Family, MacAddr, MacParseError, Scope};
+pub use types::{Family, MacAddr, MacParseError, MacvlanMode, Scope};
+
+/// Test scaffolding: a fake transport and message encoders, for tests without root. Built
+/// only for tests (`cfg(test)` or the `test-support` feature the tests turn on).
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod testing;
 
 #[cfg(test)]
 mod tests;

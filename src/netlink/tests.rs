@@ -1,4 +1,5 @@
 //! Request encoding and reply handling, checked against the fake transport (no root needed).
+use super::testing::*;
 use super::wire::*;
 use super::*;
 
@@ -22,6 +23,8 @@ fn link(index: u32, name: &str) -> Link {
         link_netnsid: Some(0),
         macvlan_mode: None,
         promisc: false,
+        allmulti: false,
+        txqlen: 0,
         flags: 0,
     }
 }
@@ -486,13 +489,24 @@ fn addresses_decode_with_flags_and_filter_by_link_and_family() {
     );
 }
 
+/// A link with carrier and oper state `state`.
+fn carrier(index: u32, name: &str, state: OperState) -> Link {
+    let mut l = link(index, name);
+    l.flags = 0x1 | 0x10000;
+    l.up = true;
+    l.lower_up = true;
+    l.oper_state = state;
+    l
+}
+
 #[test]
 fn settling_waits_for_tentative_addresses_to_clear() {
     let h = handle();
     h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    h.transport().push_links(&[carrier(2, "eth0", OperState::Up)]);
     h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_PERMANENT)]);
     h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap();
-    assert_eq!(h.transport().requests().len(), 2);
+    assert_eq!(h.transport().requests().len(), 3);
 }
 
 #[test]
@@ -518,12 +532,37 @@ fn settling_gives_up_at_the_deadline() {
     let h = handle();
     h.transport().push_links(&[link(2, "eth0")]);
     h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    h.transport().push_links(&[carrier(2, "eth0", OperState::Up)]);
     let e = h.settle_addresses("eth0", std::time::Duration::ZERO).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Timeout);
     assert_eq!(
         e.to_string(),
         "settle addresses of eth0: still tentative after 0 seconds"
     );
+}
+
+/// DAD cannot run without carrier: the wait ends at once, the addresses stay tentative.
+#[test]
+fn settling_a_link_without_carrier_ends_at_once() {
+    let h = handle();
+    h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+    let mut down = link(2, "eth0");
+    down.flags = 0x1;
+    down.oper_state = OperState::LowerLayerDown;
+    h.transport().push_links(&[down]);
+    h.settle_addresses(2, std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(h.transport().requests().len(), 2, "no second look");
+}
+
+/// At the deadline only an oper-up link is an error (the reference's current rule).
+#[test]
+fn settling_times_out_only_on_an_oper_up_link() {
+    for state in [OperState::Dormant, OperState::Unknown, OperState::Testing] {
+        let h = handle();
+        h.transport().push_addresses(&[v6(2, "fd00::2/64", IFA_F_TENTATIVE)]);
+        h.transport().push_links(&[carrier(2, "eth0", state)]);
+        h.settle_addresses(2, std::time::Duration::ZERO).unwrap();
+    }
 }
 
 /// An AF_BRIDGE link message for port `index` carrying `vlans` as (flags, vid) entries.

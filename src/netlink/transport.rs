@@ -1,7 +1,7 @@
 //! The seam under [`Handle`](super::Handle): one request out, the replies that belong to it back.
 //!
 //! [`Socket`] talks to the kernel through neli's `NlSocketHandle` on the calling thread (no
-//! router thread). [`FakeTransport`](super::FakeTransport) records requests and serves canned
+//! router thread). `testing::FakeTransport` records requests and serves canned
 //! replies, so code above this seam can be tested without root.
 use std::cell::Cell;
 

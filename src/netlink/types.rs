@@ -105,6 +105,49 @@ impl Scope {
     }
 }
 
+/// macvlan modes (IFLA_MACVLAN_MODE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MacvlanMode {
+    Private,
+    Vepa,
+    Bridge,
+    Passthru,
+    Source,
+}
+
+impl MacvlanMode {
+    pub fn to_raw(self) -> u32 {
+        match self {
+            MacvlanMode::Private => 1,
+            MacvlanMode::Vepa => 2,
+            MacvlanMode::Bridge => 4,
+            MacvlanMode::Passthru => 8,
+            MacvlanMode::Source => 16,
+        }
+    }
+
+    pub fn from_raw(n: u32) -> Option<MacvlanMode> {
+        Some(match n {
+            1 => MacvlanMode::Private,
+            2 => MacvlanMode::Vepa,
+            4 => MacvlanMode::Bridge,
+            8 => MacvlanMode::Passthru,
+            16 => MacvlanMode::Source,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MacvlanMode::Private => "private",
+            MacvlanMode::Vepa => "vepa",
+            MacvlanMode::Bridge => "bridge",
+            MacvlanMode::Passthru => "passthru",
+            MacvlanMode::Source => "source",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

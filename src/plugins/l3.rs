@@ -2,11 +2,6 @@
 use super::rollback::Rollback;
 use crate::cni::{delegate, CniResult, Error, Request};
 
-/// The `ipam.type` of the config, when there is a non-empty one (no IPAM means L2 only).
-pub fn ipam_type(req: &Request) -> Result<Option<String>, Error> {
-    crate::cni::config::ipam_type(&req.config)
-}
-
 /// IPAM ADD; on any later failure of this ADD the rollback runs IPAM DEL.
 pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>) -> Result<CniResult, Error> {
     let mut del_req = req.clone();

@@ -1,8 +1,10 @@
-//! The plugin applets (bridge, veth alias ptp, macvlan) and the pieces they share.
+//! The plugin applets (bridge, veth alias ptp, macvlan, loopback, tuning, bandwidth) and the pieces they share.
 //!
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`loopback`]: `lo` up in the container.
+//! * [`tuning`]: sysctls and link attributes of the container interface (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -12,14 +14,39 @@
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
+//! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
 pub mod bridge;
 pub mod container_link;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
 pub mod l3;
+pub mod loopback;
 pub mod macvlan;
+pub mod netns_open;
 pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;
+pub mod tuning;
 pub mod veth;
+
+// The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
+// layers below know nothing of the CNI protocol; a plugin reports their failures as plain
+// errors (code 999) whose message names the operation and object, as the reference does.
+impl From<crate::netlink::Error> for crate::cni::Error {
+    fn from(e: crate::netlink::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::netns::Error> for crate::cni::Error {
+    fn from(e: crate::netns::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::sysctl::Error> for crate::cni::Error {
+    fn from(e: crate::sysctl::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}

@@ -432,7 +432,8 @@ fn check_container_interface(cont: &Handle, intf: &Interface) -> Result<(), Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::{FakeTransport, OperState};
+    use crate::netlink::testing::FakeTransport;
+    use crate::netlink::OperState;
 
     fn link(name: &str) -> Link {
         Link {
@@ -450,6 +451,8 @@ mod tests {
             link_netnsid: None,
             macvlan_mode: None,
             promisc: false,
+            allmulti: false,
+            txqlen: 0,
             flags: 0,
         }
     }

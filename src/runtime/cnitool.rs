@@ -270,7 +270,7 @@ fn attachment_cmd(
 
 /// Entry point: `args` are the arguments after the applet name.
 pub fn main(args: &[OsString]) -> i32 {
-    let cli: Cli = match crate::applets::parse_args("cnitool", args) {
+    let cli: Cli = match crate::util::argv::parse_args("cnitool", args) {
         Ok(c) => c,
         Err(code) => return code,
     };

@@ -149,6 +149,7 @@ impl Netns {
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let fd = File::open(&self.path).unwrap();
         let mut c = Command::new(program);
+        // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
         unsafe {
             c.pre_exec(move || {
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
@@ -374,6 +375,7 @@ impl Call {
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(&self.env);
         c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
         unsafe {
             c.pre_exec(move || {
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)

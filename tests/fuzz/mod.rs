@@ -571,6 +571,7 @@ pub fn run_process(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
     unsafe {
         c.pre_exec(move || nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from));
     }

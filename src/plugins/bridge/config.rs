@@ -216,6 +216,7 @@ mod tests {
             name: "n".into(),
             cni_version: "1.0.0".into(),
             config,
+            applets: None,
         }
     }
 

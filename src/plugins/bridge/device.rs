@@ -102,7 +102,9 @@ fn vlan_filtering_unsupported(bridge: &str, e: &netlink::Error) -> Error {
 
 /// Creates the veth pair: the host end (random `vethXXXXXXXX` name, enslaved to the bridge
 /// at creation) in `h`'s namespace, the container end `ifname` born directly in `netns`
-/// with its MAC and MTU. Returns the host end.
+/// with its MTU. Both MACs are in the create request (the container's is `mac` when given),
+/// so the kernel marks them set (`addr_assign_type` 3) and udev's `MACAddressPolicy` leaves
+/// them alone. Returns the host end.
 pub fn create_veth(
     h: &Handle,
     netns: &Netns,
@@ -112,14 +114,21 @@ pub fn create_veth(
     bridge: u32,
 ) -> Result<Link, Error> {
     for _ in 0..VETH_NAME_ATTEMPTS {
-        let name = netlink::random_veth_name().map_err(|e| Error::internal(format!("random veth name: {e}")))?;
+        let random =
+            |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
+        let name = netlink::random_veth_name().map_err(|e| random("veth name", e))?;
+        let host_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+        let peer_mac = match mac {
+            Some(m) => m,
+            None => netlink::random_mac().map_err(|e| random("MAC", e))?,
+        };
         let spec = VethSpec {
             name: &name,
             peer_name: ifname,
             peer_netns: Some(netns),
             mtu,
-            mac: None,
-            peer_mac: mac,
+            mac: Some(host_mac),
+            peer_mac: Some(peer_mac),
             master: Some(bridge),
         };
         match h.create_veth(&spec) {
@@ -220,8 +229,8 @@ pub fn ensure_vlan_interface(h: &Handle, bridge: &Link, conf: &NetConf) -> Resul
             peer_name: &name,
             peer_netns: None,
             mtu: Some(bridge.mtu),
-            mac: None,
-            peer_mac: None,
+            mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
+            peer_mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
             master: Some(bridge.index),
         };
         match h.create_veth(&spec) {

@@ -80,6 +80,7 @@ mod tests {
             name: "n".into(),
             cni_version: "1.0.0".into(),
             config: serde_json::json!({"isGateway": gw, "isDefaultGateway": default_gw}),
+            applets: None,
         };
         super::super::config::load(&req).unwrap()
     }

@@ -95,6 +95,7 @@ pub fn encode_link(link: &Link) -> Message {
     name.push(0);
     push(wire::IFLA_IFNAME, name);
     push(wire::IFLA_MTU, link.mtu.to_ne_bytes().to_vec());
+    push(wire::IFLA_OPERSTATE, vec![link.oper_state.to_raw()]);
     if let Some(mac) = link.mac {
         push(wire::IFLA_ADDRESS, mac.0.to_vec());
     }

@@ -1,0 +1,286 @@
+//! nf_tables over netlink: tables, chains and rules, in atomic transactions, without the
+//! `nft` binary.
+//!
+//! An [`Nftables`] handle holds one [`NfSocket`] bound to one network namespace. Changes
+//! are collected in a [`Transaction`] and committed as one nfnetlink batch: the kernel
+//! applies all of it or none of it, and every message is ACKed, so a failure names the
+//! message that failed (`add rule inet cni_plugins_masquerade masq_checks: …`). Reads are
+//! dumps: [`Nftables::rules`] gives each rule's handle, comment and verdict, which is what
+//! DEL, CHECK and GC need to find an attachment's rules and delete them by handle.
+//!
+//! Everything is encoded the way nft 1.x encodes it (expressions in [`expr`], comments as
+//! libnftnl's `NFTNL_UDATA_*_COMMENT` userdata), so `nft list ruleset` and `nft -j list
+//! ruleset` show rules made here exactly as if nft had made them, and the nft binary, the
+//! Go plugins (through knftables) and cnibox delete each other's rules.
+//!
+//! # Rule shapes: how a plugin gets a new kind of rule
+//!
+//! Plugins describe rules in their own words and never build expressions. The translation
+//! of those words into tables, chains and expressions is a *shape*, and shapes live here,
+//! in [`shapes`], one file per user (`shapes/masquerade.rs` for ipMasq,
+//! `shapes/spoofcheck.rs` for macspoofchk). To add one (say, portmap's DNAT):
+//!
+//! 1. Write down the rule as nft text and look at what nft sends: `nft --debug=netlink
+//!    -f rules.nft` in a scratch namespace (`unshare -n`) prints the expressions.
+//! 2. Add `shapes/<user>.rs` with the layout's names (table, chains, comment format) and
+//!    one function per sentence of the plugin's words, e.g.
+//!    `masquerade(tx, source, subnet, comment)`, composing the matchers of [`expr`]
+//!    (`addr`, `ifname`, `l4proto`, `th_dport`, `nat`, `ct_state`, …) into a [`Rule`] and
+//!    pushing it onto the [`Transaction`]. If nft encodes something no matcher covers, add
+//!    the matcher to [`expr`] (with the debug output it reproduces), not to the shape.
+//! 3. Give the shape its readers (rules by comment prefix, chains present) on top of
+//!    [`Nftables::rules`] / [`Nftables::chains`].
+//! 4. Test it against the kernel in a private namespace and compare with the same rules
+//!    loaded through `nft -f` (`tests/nftables.rs` has the pattern).
+//!
+//! The plugin then reads as its steps: open the handle, start a transaction, call the
+//! shape's sentences, commit.
+pub mod expr;
+mod objects;
+pub mod shapes;
+mod wire;
+
+pub use expr::{Expr, Verdict};
+pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
+
+use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
+use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP};
+use super::Result;
+use crate::netns::Netns;
+use wire::*;
+
+/// nf_tables in one network namespace.
+pub struct Nftables {
+    sock: NfSocket,
+}
+
+impl Nftables {
+    /// nf_tables of the calling thread's current namespace.
+    pub fn current() -> Result<Nftables> {
+        Ok(Nftables {
+            sock: NfSocket::current()?,
+        })
+    }
+
+    /// nf_tables of `netns` (the socket is created inside it).
+    pub fn open(netns: &Netns) -> Result<Nftables> {
+        Ok(Nftables {
+            sock: NfSocket::open(netns)?,
+        })
+    }
+
+    /// The socket, for requests of other netfilter subsystems in the same namespace.
+    pub fn socket(&self) -> &NfSocket {
+        &self.sock
+    }
+
+    /// Applies the transaction atomically: every change, or none.
+    pub fn commit(&self, tx: Transaction) -> Result<()> {
+        self.sock.commit(tx.batch)
+    }
+
+    /// Whether the table exists.
+    pub fn has_table(&self, family: Family, name: &str) -> Result<bool> {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_TABLE_NAME, name);
+        let object = format!("{family} {name}");
+        match self.sock.request(
+            "get table",
+            &object,
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETTABLE),
+            0,
+            family as u8,
+            0,
+            a.as_bytes(),
+        ) {
+            Ok(m) => Ok(m
+                .iter()
+                .any(|m| objects::decode_table_name(&m.attrs).as_deref() == Some(name))),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The chains of a table (none when the table does not exist).
+    pub fn chains(&self, family: Family, table: &str) -> Result<Vec<ChainInfo>> {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_CHAIN_TABLE, table);
+        let msgs = self.sock.request(
+            "list chains",
+            &format!("{family} {table}"),
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN),
+            NLM_F_DUMP,
+            family as u8,
+            0,
+            a.as_bytes(),
+        )?;
+        Ok(msgs
+            .iter()
+            .filter(|m| m.family == family as u8)
+            .filter_map(|m| objects::decode_chain(&m.attrs))
+            .filter(|c| c.table == table)
+            .collect())
+    }
+
+    /// The rules of a chain in order, with handles and comments (none when the table or
+    /// the chain does not exist).
+    pub fn rules(&self, family: Family, table: &str, chain: &str) -> Result<Vec<RuleInfo>> {
+        let a = objects::rule_location(table, chain);
+        let msgs = self.sock.request(
+            "list rules",
+            &format!("{family} {table} {chain}"),
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE),
+            NLM_F_DUMP,
+            family as u8,
+            0,
+            a.as_bytes(),
+        );
+        let msgs = match msgs {
+            Err(e) if e.is_not_found() => return Ok(vec![]),
+            other => other?,
+        };
+        Ok(msgs
+            .iter()
+            .filter(|m| m.family == family as u8)
+            .filter_map(|m| objects::decode_rule(&m.attrs))
+            .filter(|r| r.chain == chain)
+            .collect())
+    }
+}
+
+/// Changes to apply together. Each add is "add" in nft's sense: an existing table or chain
+/// is left as it is (with its rules), so a layout can be re-declared by every ADD.
+pub struct Transaction {
+    batch: Batch,
+}
+
+impl Default for Transaction {
+    fn default() -> Self {
+        Transaction::new()
+    }
+}
+
+impl Transaction {
+    pub fn new() -> Transaction {
+        Transaction {
+            batch: Batch::new(NFNL_SUBSYS_NFTABLES),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    fn push(&mut self, op: &str, object: String, msg: u8, flags: u16, family: Family, attrs: Vec<u8>) {
+        self.batch.push(
+            op,
+            object,
+            msg_type(NFNL_SUBSYS_NFTABLES, msg),
+            flags,
+            family as u8,
+            attrs,
+        );
+    }
+
+    /// `add table` (kept if it exists).
+    pub fn add_table(&mut self, t: &Table) -> &mut Self {
+        let attrs = objects::table_attrs(t).into_bytes();
+        self.push(
+            "add table",
+            format!("{} {}", t.family, t.name),
+            NFT_MSG_NEWTABLE,
+            NLM_F_CREATE,
+            t.family,
+            attrs,
+        );
+        self
+    }
+
+    /// `delete table` with everything in it.
+    pub fn delete_table(&mut self, family: Family, name: &str) -> &mut Self {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_TABLE_NAME, name);
+        self.push(
+            "delete table",
+            format!("{family} {name}"),
+            NFT_MSG_DELTABLE,
+            0,
+            family,
+            a.into_bytes(),
+        );
+        self
+    }
+
+    /// `add chain` (kept, with its rules, if it exists).
+    pub fn add_chain(&mut self, c: &Chain) -> &mut Self {
+        let attrs = objects::chain_attrs(c).into_bytes();
+        let object = format!("{} {} {}", c.family, c.table, c.name);
+        self.push("add chain", object, NFT_MSG_NEWCHAIN, NLM_F_CREATE, c.family, attrs);
+        self
+    }
+
+    /// `flush chain`: delete all of its rules.
+    pub fn flush_chain(&mut self, family: Family, table: &str, chain: &str) -> &mut Self {
+        let attrs = objects::rule_location(table, chain).into_bytes();
+        self.push(
+            "flush chain",
+            format!("{family} {table} {chain}"),
+            NFT_MSG_DELRULE,
+            0,
+            family,
+            attrs,
+        );
+        self
+    }
+
+    /// `delete chain` (it must be empty and unreferenced by then).
+    pub fn delete_chain(&mut self, family: Family, table: &str, chain: &str) -> &mut Self {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_CHAIN_TABLE, table).string(NFTA_CHAIN_NAME, chain);
+        self.push(
+            "delete chain",
+            format!("{family} {table} {chain}"),
+            NFT_MSG_DELCHAIN,
+            0,
+            family,
+            a.into_bytes(),
+        );
+        self
+    }
+
+    /// `add rule`: appended at the end of its chain.
+    pub fn add_rule(&mut self, r: &Rule) -> &mut Self {
+        let attrs = objects::rule_attrs(r, None).into_bytes();
+        let object = format!("{} {} {}", r.family, r.table, r.chain);
+        self.push(
+            "add rule",
+            object,
+            NFT_MSG_NEWRULE,
+            NLM_F_CREATE | NLM_F_APPEND,
+            r.family,
+            attrs,
+        );
+        self
+    }
+
+    /// `insert rule`: put at the start of its chain.
+    pub fn insert_rule(&mut self, r: &Rule) -> &mut Self {
+        let attrs = objects::rule_attrs(r, None).into_bytes();
+        let object = format!("{} {} {}", r.family, r.table, r.chain);
+        self.push("insert rule", object, NFT_MSG_NEWRULE, NLM_F_CREATE, r.family, attrs);
+        self
+    }
+
+    /// `delete rule … handle H`.
+    pub fn delete_rule(&mut self, family: Family, table: &str, chain: &str, handle: u64) -> &mut Self {
+        let mut a = objects::rule_location(table, chain);
+        a.be64(NFTA_RULE_HANDLE, handle);
+        let object = format!("{family} {table} {chain} handle {handle}");
+        self.push("delete rule", object, NFT_MSG_DELRULE, 0, family, a.into_bytes());
+        self
+    }
+}

@@ -1,0 +1,292 @@
+//! Tables, chains and rules: what a transaction adds or deletes, and what dumps return.
+use std::fmt;
+
+use super::expr::{Expr, Verdict};
+use super::wire::*;
+use crate::netlink::netfilter::Attrs;
+use crate::netlink::netfilter::{be32, be64};
+use crate::netlink::wire::{as_string, attrs, find};
+
+/// nf_tables address families (NFPROTO_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    Inet = 1,
+    Ip = 2,
+    Arp = 3,
+    Netdev = 5,
+    Bridge = 7,
+    Ip6 = 10,
+}
+
+impl Family {
+    /// The word nft uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Inet => "inet",
+            Family::Ip => "ip",
+            Family::Arp => "arp",
+            Family::Netdev => "netdev",
+            Family::Bridge => "bridge",
+            Family::Ip6 => "ip6",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A table.
+#[derive(Debug, Clone, Copy)]
+pub struct Table<'a> {
+    pub family: Family,
+    pub name: &'a str,
+    pub comment: Option<&'a str>,
+}
+
+/// The hooks of the ip, ip6, inet and bridge families (NF_INET_*, NF_BR_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    Prerouting = 0,
+    Input = 1,
+    Forward = 2,
+    Output = 3,
+    Postrouting = 4,
+}
+
+/// A base chain's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainType {
+    Filter,
+    Nat,
+    Route,
+}
+
+impl ChainType {
+    fn name(self) -> &'static str {
+        match self {
+            ChainType::Filter => "filter",
+            ChainType::Nat => "nat",
+            ChainType::Route => "route",
+        }
+    }
+}
+
+/// Priorities by nft's names.
+pub mod priority {
+    pub const DSTNAT: i32 = -100;
+    pub const FILTER: i32 = 0;
+    pub const SRCNAT: i32 = 100;
+}
+
+/// What makes a chain a base chain: it is attached to a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BaseChain {
+    pub kind: ChainType,
+    pub hook: Hook,
+    pub priority: i32,
+    /// None leaves the kernel's default (accept) unsaid, as nft does without `policy`.
+    pub policy: Option<Policy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Accept,
+    Drop,
+}
+
+/// A chain; `base` is None for a regular chain (only reachable by jump/goto).
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a> {
+    pub family: Family,
+    pub table: &'a str,
+    pub name: &'a str,
+    pub base: Option<BaseChain>,
+    pub comment: Option<&'a str>,
+}
+
+/// A rule to add: its expressions in order and an optional comment.
+#[derive(Debug, Clone)]
+pub struct Rule<'a> {
+    pub family: Family,
+    pub table: &'a str,
+    pub chain: &'a str,
+    pub exprs: Vec<Expr>,
+    pub comment: Option<&'a str>,
+}
+
+/// A chain as dumped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainInfo {
+    pub table: String,
+    pub name: String,
+    pub handle: u64,
+    /// Hook number and priority of a base chain.
+    pub hook: Option<(u32, i32)>,
+}
+
+/// A rule as dumped: its handle (for deletion), its comment, and its expressions by name
+/// with the jump/goto target if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleInfo {
+    pub chain: String,
+    pub handle: u64,
+    pub comment: Option<String>,
+    pub exprs: Vec<String>,
+    pub verdict: Option<Verdict>,
+}
+
+/// libnftnl's userdata with one comment TLV (the comment with its NUL, as nft stores it).
+pub(crate) fn comment_udata(comment: &str) -> Vec<u8> {
+    let mut end = comment.len().min(NFT_COMMENT_MAX);
+    while !comment.is_char_boundary(end) {
+        end -= 1;
+    }
+    let c = &comment.as_bytes()[..end];
+    let mut v = vec![NFTNL_UDATA_COMMENT, (c.len() + 1) as u8];
+    v.extend_from_slice(c);
+    v.push(0);
+    v
+}
+
+/// The comment TLV of a userdata blob.
+pub(crate) fn udata_comment(mut udata: &[u8]) -> Option<String> {
+    while udata.len() >= 2 {
+        let (ty, len) = (udata[0], udata[1] as usize);
+        let value = udata.get(2..2 + len)?;
+        if ty == NFTNL_UDATA_COMMENT {
+            return Some(as_string(value));
+        }
+        udata = &udata[2 + len..];
+    }
+    None
+}
+
+pub(crate) fn table_attrs(t: &Table) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_TABLE_NAME, t.name).be32(NFTA_TABLE_FLAGS, 0);
+    if let Some(c) = t.comment {
+        a.bytes(NFTA_TABLE_USERDATA, &comment_udata(c));
+    }
+    a
+}
+
+pub(crate) fn chain_attrs(c: &Chain) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_CHAIN_TABLE, c.table).string(NFTA_CHAIN_NAME, c.name);
+    if let Some(b) = c.base {
+        a.string(NFTA_CHAIN_TYPE, b.kind.name());
+        a.nest(NFTA_CHAIN_HOOK, |h| {
+            h.be32(NFTA_HOOK_HOOKNUM, b.hook as u32)
+                .be32(NFTA_HOOK_PRIORITY, b.priority as u32);
+        });
+        if let Some(p) = b.policy {
+            a.be32(NFTA_CHAIN_POLICY, if p == Policy::Accept { 1 } else { 0 });
+        }
+    }
+    if let Some(comment) = c.comment {
+        a.bytes(NFTA_CHAIN_USERDATA, &comment_udata(comment));
+    }
+    a
+}
+
+/// Table and chain of a rule (also what a flush or a rule dump is filtered by).
+pub(crate) fn rule_location(table: &str, chain: &str) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_RULE_TABLE, table).string(NFTA_RULE_CHAIN, chain);
+    a
+}
+
+pub(crate) fn rule_attrs(r: &Rule, position: Option<u64>) -> Attrs {
+    let mut a = rule_location(r.table, r.chain);
+    if let Some(p) = position {
+        a.be64(NFTA_RULE_POSITION, p);
+    }
+    a.nest(NFTA_RULE_EXPRESSIONS, |list| {
+        for e in &r.exprs {
+            list.nest(NFTA_LIST_ELEM, |el| {
+                el.string(NFTA_EXPR_NAME, e.name());
+                let mut data = Attrs::new();
+                e.encode(&mut data);
+                if !data.is_empty() {
+                    el.bytes(NFTA_EXPR_DATA | crate::netlink::wire::NLA_F_NESTED, data.as_bytes());
+                }
+            });
+        }
+    });
+    if let Some(c) = r.comment {
+        a.bytes(NFTA_RULE_USERDATA, &comment_udata(c));
+    }
+    a
+}
+
+pub(crate) fn decode_table_name(a: &[u8]) -> Option<String> {
+    find(a, NFTA_TABLE_NAME).map(as_string)
+}
+
+pub(crate) fn decode_chain(a: &[u8]) -> Option<ChainInfo> {
+    let hook = find(a, NFTA_CHAIN_HOOK).and_then(|h| {
+        Some((
+            be32(find(h, NFTA_HOOK_HOOKNUM)?)?,
+            be32(find(h, NFTA_HOOK_PRIORITY)?)? as i32,
+        ))
+    });
+    Some(ChainInfo {
+        table: as_string(find(a, NFTA_CHAIN_TABLE)?),
+        name: as_string(find(a, NFTA_CHAIN_NAME)?),
+        handle: find(a, NFTA_CHAIN_HANDLE).and_then(be64).unwrap_or(0),
+        hook,
+    })
+}
+
+pub(crate) fn decode_rule(a: &[u8]) -> Option<RuleInfo> {
+    let mut exprs = Vec::new();
+    let mut verdict = None;
+    for (_, el) in attrs(find(a, NFTA_RULE_EXPRESSIONS).unwrap_or(&[])) {
+        let name = as_string(find(el, NFTA_EXPR_NAME)?);
+        if name == "immediate" {
+            let data = find(el, NFTA_EXPR_DATA).and_then(|d| find(d, NFTA_IMMEDIATE_DATA));
+            if let Some(v) = data.and_then(|d| find(d, NFTA_DATA_VERDICT)) {
+                verdict = decode_verdict(v);
+            }
+        }
+        exprs.push(name);
+    }
+    Some(RuleInfo {
+        chain: as_string(find(a, NFTA_RULE_CHAIN)?),
+        handle: be64(find(a, NFTA_RULE_HANDLE)?)?,
+        comment: find(a, NFTA_RULE_USERDATA).and_then(udata_comment),
+        exprs,
+        verdict,
+    })
+}
+
+fn decode_verdict(v: &[u8]) -> Option<Verdict> {
+    let code = be32(find(v, NFTA_VERDICT_CODE)?)? as i32;
+    let chain = || find(v, NFTA_VERDICT_CHAIN).map(as_string);
+    Some(match code {
+        NF_ACCEPT => Verdict::Accept,
+        NF_DROP => Verdict::Drop,
+        NFT_RETURN => Verdict::Return,
+        NFT_JUMP => Verdict::Jump(chain()?),
+        NFT_GOTO => Verdict::Goto(chain()?),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_one_nul_terminated_tlv_capped_like_nft() {
+        assert_eq!(comment_udata("abc"), b"\x00\x04abc\x00");
+        assert_eq!(udata_comment(b"\x00\x04abc\x00").as_deref(), Some("abc"));
+        let long = "é".repeat(100);
+        let u = comment_udata(&long);
+        assert!(u.len() - 3 <= NFT_COMMENT_MAX);
+        assert_eq!(udata_comment(&u).unwrap().chars().count(), 64);
+    }
+}

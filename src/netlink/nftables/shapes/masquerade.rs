@@ -1,0 +1,93 @@
+//! ipMasq's layout, the reference's (containernetworking/plugins `pkg/ip/ipmasq_nftables.go`):
+//! table `inet cni_plugins_masquerade`; base chain `postrouting` (nat, srcnat) that returns
+//! for multicast and otherwise goes to `masq_checks`; one rule per container address in
+//! `masq_checks`: "masquerade SOURCE leaving SUBNET", with the attachment's comment.
+use std::net::IpAddr;
+
+use ipnetwork::IpNetwork;
+
+use super::super::expr::{self, AddrField, CmpOp, Expr, Verdict};
+use super::super::{BaseChain, Chain, ChainType, Family, Hook, Nftables, Rule, Table, Transaction};
+use crate::netlink::Result;
+
+pub const FAMILY: Family = Family::Inet;
+pub const TABLE: &str = "cni_plugins_masquerade";
+pub const POSTROUTING: &str = "postrouting";
+pub const CHECKS: &str = "masq_checks";
+const TABLE_COMMENT: &str = "Masquerading for plugins from github.com/containernetworking/plugins";
+const CHECKS_COMMENT: &str = "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet";
+
+/// Declares the table and both chains, and (re)writes `postrouting`'s three rules; other
+/// attachments' rules in `masq_checks` stay.
+pub fn declare_layout(tx: &mut Transaction) {
+    tx.add_table(&Table {
+        family: FAMILY,
+        name: TABLE,
+        comment: Some(TABLE_COMMENT),
+    });
+    tx.add_chain(&Chain {
+        family: FAMILY,
+        table: TABLE,
+        name: CHECKS,
+        base: None,
+        comment: Some(CHECKS_COMMENT),
+    });
+    tx.add_chain(&Chain {
+        family: FAMILY,
+        table: TABLE,
+        name: POSTROUTING,
+        base: Some(BaseChain {
+            kind: ChainType::Nat,
+            hook: Hook::Postrouting,
+            priority: super::super::priority::SRCNAT,
+            policy: None,
+        }),
+        comment: None,
+    });
+    tx.flush_chain(FAMILY, TABLE, POSTROUTING);
+    for multicast in ["224.0.0.0/4", "ff00::/8"] {
+        let net: IpNetwork = multicast.parse().expect("constant");
+        let mut exprs = expr::addr(FAMILY, AddrField::Daddr, CmpOp::Eq, net);
+        exprs.push(Expr::Verdict(Verdict::Return));
+        tx.add_rule(&rule(POSTROUTING, exprs, None));
+    }
+    tx.add_rule(&rule(
+        POSTROUTING,
+        vec![Expr::Verdict(Verdict::Goto(CHECKS.into()))],
+        None,
+    ));
+}
+
+/// "Masquerade SOURCE leaving SUBNET, comment C": `ip saddr == SOURCE ip daddr != SUBNET
+/// masquerade comment C` (ip6 for IPv6).
+pub fn masquerade(tx: &mut Transaction, source: IpAddr, subnet: IpNetwork, comment: &str) {
+    let host = IpNetwork::from(source);
+    let mut exprs = expr::addr(FAMILY, AddrField::Saddr, CmpOp::Eq, host);
+    exprs.extend(expr::addr(FAMILY, AddrField::Daddr, CmpOp::Neq, subnet));
+    exprs.push(Expr::Masq);
+    tx.add_rule(&rule(CHECKS, exprs, Some(comment)));
+}
+
+/// (handle, comment) of every commented rule in `masq_checks`; none without the table.
+pub fn rules(nft: &Nftables) -> Result<Vec<(u64, String)>> {
+    Ok(nft
+        .rules(FAMILY, TABLE, CHECKS)?
+        .into_iter()
+        .filter_map(|r| Some((r.handle, r.comment?)))
+        .collect())
+}
+
+/// Deletes one rule of `masq_checks` by handle.
+pub fn delete(tx: &mut Transaction, handle: u64) {
+    tx.delete_rule(FAMILY, TABLE, CHECKS, handle);
+}
+
+fn rule<'a>(chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Rule<'a> {
+    Rule {
+        family: FAMILY,
+        table: TABLE,
+        chain,
+        exprs,
+        comment,
+    }
+}
