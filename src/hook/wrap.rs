@@ -1,6 +1,7 @@
 //! `oci-wrap`: stand in for an OCI runtime (runc, crun) so that containers created through
 //! it get cnibox's hooks, e.g. `docker run --runtime cnibox …` where Docker's runtime entry
-//! is `cnibox oci-wrap --runtime /usr/bin/runc [hook options] --`.
+//! is `cnibox oci-wrap --runtime /usr/bin/runc [hook options] --`, or just the `oci-wrap`
+//! symlink (runc and the hook's default directories; no shell script in between).
 //!
 //! On `create` and `run` it adds the createRuntime and poststop hooks to the bundle's
 //! `config.json` (written atomically), then execs the real runtime with the original
@@ -20,10 +21,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(argh::FromArgs, Debug)]
 /// Run an OCI runtime with cnibox's network hooks added to every container it creates.
-/// Usage: cnibox oci-wrap --runtime PATH [hook options] -- RUNTIME-ARGS…
+/// Usage: cnibox oci-wrap [--runtime PATH] [hook options] [--] RUNTIME-ARGS…
 pub struct WrapArgs {
-    /// the real OCI runtime (e.g. /usr/bin/runc)
-    #[argh(option)]
+    /// the real OCI runtime (default: runc, found on PATH)
+    #[argh(option, default = "PathBuf::from(\"runc\")")]
     pub runtime: PathBuf,
     #[argh(option)]
     /// network to attach (repeatable; passed to the hook)
@@ -305,6 +306,7 @@ mod tests {
         assert_eq!((own, rt), (&a[..2], &a[2..]));
         let a = v(&["--runtime", "/r", "delete", "id"]);
         assert_eq!(split_args(&a).1, &a[2..]);
+        assert!(split_args(&v(&["--root", "/x", "create"])).0.is_empty());
         let a = v(&["--runtime"]);
         assert_eq!(split_args(&a), (&a[..], &a[1..]));
         // every option named here is one argh accepts
