@@ -55,6 +55,16 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::tuning::Tuning),
     },
     Applet {
+        name: "bandwidth",
+        summary: "rate limits on the container's veth: tbf for ingress, ifb + tbf for egress (chained)",
+        kind: Kind::Plugin(&crate::plugins::bandwidth::Bandwidth),
+    },
+    Applet {
+        name: "firewall",
+        summary: "chained: let container traffic through the host's forward filter",
+        kind: Kind::Plugin(&crate::plugins::firewall::Firewall),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::HostLocal),

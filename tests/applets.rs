@@ -13,6 +13,8 @@ const EXPECTED: &[&str] = &[
     "macvlan",
     "loopback",
     "tuning",
+    "bandwidth",
+    "firewall",
     "host-local",
     "cnitool",
     "oci-hook",

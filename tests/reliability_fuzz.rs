@@ -1,4 +1,4 @@
-//! Hostile input, in process: every plugin entry point (`cni::plugin::run_with`), `CNI_ARGS`,
+//! Hostile input, in process: every plugin entry point (firewall included) (`cni::plugin::run_with`), `CNI_ARGS`,
 //! results (parse, convert, round trip), resolv.conf, the OCI state, cache files and config
 //! lists get generated and mutated inputs for a bounded time (`CNIBOX_FUZZ_SECS`, default
 //! 3 s per target). Properties: nothing panics or hangs, every failure is a well-formed CNI
@@ -26,6 +26,8 @@ struct Call {
     stdin: Vec<u8>,
     /// The path of the caller's own network namespace (what code 8 is about).
     own: String,
+    /// The spec versions the plugin speaks (`Plugin::versions`).
+    versions: &'static [&'static str],
 }
 
 /// What the protocol says the outcome of a call must be.
@@ -107,10 +109,11 @@ fn expect(call: &Call) -> Expect {
         Some(Value::String(s)) => cni::version::normalize(s).to_string(),
         Some(_) => return Expect::Code(6),
     };
+    let speaks = call.versions.contains(&version.as_str());
     let gate_ok = match cmd.as_str() {
-        "ADD" | "DEL" => cni::version::is_supported(&version),
-        "CHECK" => cni::version::is_supported(&version) && cni::version::at_least(&version, "0.4.0"),
-        _ => cni::version::is_supported(&version) && cni::version::at_least(&version, "1.1.0"),
+        "ADD" | "DEL" => speaks,
+        "CHECK" => speaks && cni::version::at_least(&version, "0.4.0"),
+        _ => speaks && cni::version::at_least(&version, "1.1.0"),
     };
     if !gate_ok {
         return if matches!(cmd.as_str(), "ADD" | "DEL") {
@@ -249,6 +252,11 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
             "macvlan" => {
                 json!({"cniVersion": v, "name": "fznet", "type": "macvlan", "master": "fzm0", "mode": "bridge", "ipam": ipam})
             }
+            // chained: everything it acts on comes from prevResult (added below)
+            "firewall" => json!({"cniVersion": v, "name": "fznet", "type": "firewall",
+                                 "backend": (["iptables", "", "iptables", "firewalld"][i % 4]),
+                                 "ingressPolicy": (["open", "same-bridge", "isolated", ""][i % 4]),
+                                 "iptablesAdminChainName": (["", "FZ-ADMIN"][i % 2])}),
             other => {
                 json!({"cniVersion": v, "name": "fznet", "type": other, "mtu": 1400, "ipMasq": i % 2 == 0, "ipam": ipam})
             }
@@ -413,6 +421,7 @@ fn fuzz_plugin(applet: &str) {
                 env: gen_env(&mut r, &bin_dir, &container_paths, &own_netns_path()),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
                 own: own_netns_path(),
+                versions: plugin.versions(),
             };
             let out = check(&mut t, &call);
             // a successful ADD must be undone by DEL, twice (idempotence)
@@ -462,6 +471,11 @@ fn fuzz_plugin(applet: &str) {
 #[test]
 fn fuzz_host_local_entry_point() {
     fuzz_plugin("host-local");
+}
+
+#[test]
+fn fuzz_firewall_entry_point() {
+    fuzz_plugin("firewall");
 }
 
 #[test]
@@ -588,7 +602,7 @@ fn fuzz_results_parse_convert_round_trip() {
         let bytes = gen_input(&mut r, &seeds);
         let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
             // the runtime's reader of plugin output must fail cleanly on non-JSON too
-            if catch_unwind(|| cnibox::runtime::exec::parse_result(&bytes, "1.0.0")).is_err() {
+            if catch_unwind(|| cnibox::cni::invoke::parse_result(&bytes, "1.0.0")).is_err() {
                 failures.push(format!(
                     "parse_result panicked on {:?}",
                     String::from_utf8_lossy(&bytes)
@@ -640,7 +654,7 @@ fn fuzz_results_parse_convert_round_trip() {
                     }
                 }
             }
-            let _ = cnibox::runtime::exec::parse_result(&bytes, conf_version);
+            let _ = cnibox::cni::invoke::parse_result(&bytes, conf_version);
             errs
         }));
         match outcome {
@@ -864,6 +878,7 @@ fn fuzz_binary_runs_keep_the_protocol() {
                 env: gen_env(&mut r, env.bin_dir.to_str().unwrap(), &container_paths, &own),
                 stdin: confine(gen_input(&mut r, &seeds), &dir),
                 own: own.clone(),
+                versions: cnibox::applets::plugin(applet).expect("a plugin").versions(),
             };
             let vars: Vec<(&str, &str)> = call.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let out = run_process(&env.bin_dir.join(applet), &env.host.path, &[], &vars, &call.stdin, HANG);

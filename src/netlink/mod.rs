@@ -15,8 +15,8 @@
 //! (compiled only into tests).
 //!
 //! Modules: `handle` (request discipline), `link` (lookup, change, delete), `create` (veth,
-//! bridge, macvlan), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
-//! `names` (random veth names), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
+//! bridge, macvlan, ifb), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
+//! `names` (random veth names), [`tc`] (qdiscs and filters: tbf, ingress, u32 + mirred), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
 //!
 //! Netfilter has its own socket family: [`netfilter`] (the `NETLINK_NETFILTER` socket, the
@@ -32,6 +32,7 @@ mod names;
 pub mod netfilter;
 pub mod nftables;
 mod route;
+pub mod tc;
 mod transport;
 mod types;
 mod wire;
@@ -40,7 +41,7 @@ pub use address::{
     AddrOptions, Address, IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_TENTATIVE,
 };
 pub use bridge_port::{PortFlags, PortVlan};
-pub use create::{BridgeSpec, MacvlanSpec, VethSpec};
+pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};

@@ -626,3 +626,44 @@ fn port_vlans_are_read_from_a_bridge_family_dump() {
         RTEXT_FILTER_BRVLAN.to_ne_bytes()
     );
 }
+
+#[test]
+fn a_random_host_name_clash_is_retried_and_a_peer_clash_is_typed() {
+    let h = handle();
+    h.transport().push_errno(libc::EEXIST); // create: clash
+    h.transport().push_links(&[link(7, "veth00000000")]); // the host name is taken
+    h.transport().push_ack(); // create with a fresh name
+    h.transport().push_links(&[link(8, "veth11111111")]); // lookup of the created end
+    let l = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap();
+    assert_eq!(l.index, 8);
+    let names: Vec<String> = h
+        .transport()
+        .requests()
+        .iter()
+        .step_by(2)
+        .map(|m| {
+            let name = attr_of(&m.payload, IFINFOMSG_LEN, IFLA_IFNAME).unwrap();
+            String::from_utf8(name).unwrap().trim_end_matches('\0').to_string()
+        })
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert_ne!(names[0], names[1], "a fresh name after a clash");
+    for n in &names {
+        assert!(n.starts_with("veth") && n.len() == 12, "random host name {n:?}");
+    }
+
+    let h = handle();
+    h.transport().push_errno(libc::EEXIST);
+    h.transport().push_errno(libc::ENODEV); // the host name is free: the clash is the peer's
+    let e = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap_err();
+    assert!(matches!(e, VethError::PeerExists), "{e:?}");
+    assert_eq!(h.transport().requests().len(), 2, "no retry on a peer clash");
+
+    let h = handle();
+    for i in 0..VETH_NAME_ATTEMPTS as u32 {
+        h.transport().push_errno(libc::EEXIST);
+        h.transport().push_links(&[link(i + 1, "taken")]);
+    }
+    let e = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap_err();
+    assert!(matches!(e, VethError::NoUniqueName { attempts: 10 }), "{e:?}");
+}

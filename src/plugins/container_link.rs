@@ -1,8 +1,8 @@
 //! The DEL side of a container interface: remove it from the container namespace, treating
 //! everything that is already gone as success (the spec requires DEL to be idempotent).
+use super::netns_open::open_for_del;
 use crate::cni::{config as cniconf, CniResult, Error, Request};
 use crate::netlink::{Handle, Link, MacAddr};
-use crate::netns::Netns;
 
 /// What DEL found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,24 +14,6 @@ pub enum Removed {
     /// A link of that name exists but is not of the kind this plugin creates, or not the MAC
     /// ADD reported for it: left alone.
     NotOurs(String),
-}
-
-/// Open the container namespace for DEL: `None` when there is nothing to clean up there
-/// (no path given, the namespace is gone, or the path no longer holds a namespace, as when
-/// a runtime removed the bind mount but left the file: the reference fails DEL then).
-pub fn open_for_del(netns_path: &str) -> Result<Option<Netns>, Error> {
-    if netns_path.is_empty() {
-        return Ok(None);
-    }
-    match Netns::open(netns_path) {
-        Ok(ns) => Ok(Some(ns)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) if e.is_not_netns() => {
-            eprintln!("cnibox: DEL: {e}; nothing to remove inside it");
-            Ok(None)
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// DEL's prevResult, if it has a usable one (a bad one does not stop DEL: it is ignored).

@@ -2,34 +2,42 @@
 //!
 //! Rules use the reference plugins' layouts exactly, so cnibox and the Go plugins can tear
 //! down each other's rules:
-//! * nftables: table `inet cni_plugins_masquerade`, chain `postrouting` (nat, srcnat) that
-//!   skips multicast and jumps to `masq_checks`, and one rule per address in `masq_checks`
-//!   whose comment starts with a hash of (network, ifname, container ID).
+//! * nftables (over netlink, no `nft` process; the layout is the
+//!   [`masquerade` shape](crate::netlink::nftables::shapes::masquerade)): table
+//!   `inet cni_plugins_masquerade`, one rule per address in `masq_checks` whose comment
+//!   starts with a hash of (network, ifname, container ID).
 //! * iptables: a nat chain `CNI-<hash(network + container ID)>` per attachment, jumped to
-//!   from `POSTROUTING -s <ip>`.
+//!   from `POSTROUTING -s <ip>`, changed with one `iptables-restore` per family.
 //!
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
-//! a netns (and without a prevResult) still remove the rules.
+//! a netns (and without a prevResult) still remove the rules. Teardown runs no process
+//! unless an iptables chain of the attachment exists (see [`super::iptables`]).
 pub use super::firewall_tools::Error;
-use super::firewall_tools::{self, err, nft_quote, nft_run, tool_available};
+use super::firewall_tools::{err, missing_tool};
+use super::iptables;
+use super::xtables::{self, Family as IpFamily, Script};
 use crate::cni::result::network_of;
+use crate::netlink::nftables::shapes::masquerade as shape;
+use crate::netlink::nftables::{Nftables, Transaction};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
-use std::process::{Command, Stdio};
 
-const TABLE: &str = "cni_plugins_masquerade";
-const CHECKS_CHAIN: &str = "masq_checks";
 /// knftables' CommentLengthMax.
 const NFT_COMMENT_MAX: usize = 128;
 /// iptables chain names are at most 28 characters.
 const IPT_CHAIN_LEN: usize = 28;
+/// How often a teardown re-reads and retries when a concurrent change removed a rule it
+/// was about to delete.
+const ATTEMPTS: usize = 3;
 
 /// Where masquerade rules go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Nftables,
     Iptables,
+    /// `ipMasqBackend` unset: nftables, or iptables on a kernel without nf_tables.
+    Auto,
 }
 
 /// The attachment whose addresses are masqueraded.
@@ -40,16 +48,14 @@ pub struct Attachment<'a> {
     pub container_id: &'a str,
 }
 
-/// The backend for `ipMasqBackend`: as configured, else nftables when `nft` is installed,
-/// else iptables. (The reference prefers iptables; nftables is the better default: one
-/// atomic transaction per change and no xtables lock.)
+/// The backend for `ipMasqBackend`. (The reference prefers iptables when unset; nftables is
+/// the better default: one atomic transaction per change, no xtables lock, no process.)
 pub fn backend(configured: Option<&str>) -> Result<Backend, Error> {
     match configured {
         Some("nftables") => Ok(Backend::Nftables),
         Some("iptables") => Ok(Backend::Iptables),
         Some(other) => Err(err("ipMasqBackend", format!("unknown ipmasq backend {other:?}"))),
-        None if tool_available("nft") || !tool_available("iptables") => Ok(Backend::Nftables),
-        None => Ok(Backend::Iptables),
+        None => Ok(Backend::Auto),
     }
 }
 
@@ -59,27 +65,34 @@ pub fn setup(backend: Backend, att: Attachment, addrs: &[IpNetwork]) -> Result<(
         return Ok(());
     }
     match backend {
-        Backend::Nftables => nft_setup(att, addrs),
-        Backend::Iptables => addrs.iter().try_for_each(|a| ipt_setup(att, a)),
+        Backend::Iptables => ipt_setup(att, addrs),
+        Backend::Nftables => nft_setup(att, addrs).map_err(|e| match e {
+            NftFailure::Missing(e) => err(
+                "set up nftables masquerade",
+                format!("ipMasqBackend nftables needs nf_tables, which this kernel does not offer ({e})"),
+            ),
+            NftFailure::Failed(e) => e,
+        }),
+        Backend::Auto => match nft_setup(att, addrs) {
+            Ok(()) => Ok(()),
+            Err(NftFailure::Missing(_)) => ipt_setup(att, addrs),
+            Err(NftFailure::Failed(e)) => Err(e),
+        },
     }
 }
 
 /// Remove every masquerade rule of the attachment, from both backends (the attachment may
-/// have been set up by another version or configuration). Missing tools, tables and chains
-/// are not errors.
+/// have been set up by another version or configuration). Missing tables, chains, tools
+/// that are not needed, and a kernel without nf_tables are not errors.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
     let mut errors = Vec::new();
-    if tool_available("iptables") {
-        for tool in ["iptables", "ip6tables"] {
-            if let Err(e) = ipt_teardown(tool, att) {
-                errors.push(e.to_string());
-            }
-        }
-    }
-    if tool_available("nft") {
-        if let Err(e) = nft_delete_matching(&instance_hash(att), |_| true) {
+    for v in [IpFamily::V4, IpFamily::V6] {
+        if let Err(e) = ipt_teardown(v, att) {
             errors.push(e.to_string());
         }
+    }
+    if let Err(e) = nft_delete_matching(&instance_hash(att), |_| true) {
+        errors.push(e.to_string());
     }
     if errors.is_empty() {
         Ok(())
@@ -91,9 +104,6 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
 /// Remove the nftables rules of `network` whose attachment is not in `valid`
 /// ((container ID, ifname) pairs). The iptables layout cannot be attributed to a network.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    if !tool_available("nft") {
-        return Ok(());
-    }
     let keep: Vec<String> = valid
         .iter()
         .map(|(cid, ifname)| {
@@ -145,62 +155,76 @@ fn comment(att: Attachment) -> String {
     c
 }
 
-fn family_keyword(a: &IpNetwork) -> &'static str {
-    if a.is_ipv4() {
-        "ip"
-    } else {
-        "ip6"
-    }
+/// Why the nftables path did not work: the kernel has no nf_tables (a fallback may
+/// apply), or it failed.
+enum NftFailure {
+    Missing(crate::netlink::Error),
+    Failed(Error),
 }
 
-fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
-    let stale = nft_rules()?
-        .into_iter()
-        .filter(|(_, c)| c.starts_with(&instance_hash(att)));
-    let mut tx = format!(
-        "add table inet {TABLE} {{ comment \"Masquerading for plugins from github.com/containernetworking/plugins\" ; }}\n\
-         add chain inet {TABLE} {CHECKS_CHAIN} {{ comment \"Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet\" ; }}\n\
-         add chain inet {TABLE} postrouting {{ type nat hook postrouting priority srcnat ; }}\n\
-         flush chain inet {TABLE} postrouting\n\
-         add rule inet {TABLE} postrouting ip daddr == 224.0.0.0/4 return\n\
-         add rule inet {TABLE} postrouting ip6 daddr == ff00::/8 return\n\
-         add rule inet {TABLE} postrouting goto {CHECKS_CHAIN}\n"
-    );
-    for (handle, _) in stale {
-        tx.push_str(&format!("delete rule inet {TABLE} {CHECKS_CHAIN} handle {handle}\n"));
-    }
+fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
+    let op = "set up nftables masquerade";
+    let failed = |e: crate::netlink::Error| {
+        if e.is_netfilter_missing() {
+            NftFailure::Missing(e)
+        } else {
+            NftFailure::Failed(err(op, e))
+        }
+    };
+    let nft = Nftables::current().map_err(failed)?;
+    let prefix = instance_hash(att);
     let c = comment(att);
-    for a in addrs {
-        let fam = family_keyword(a);
-        let subnet = network_of(*a);
-        tx.push_str(&format!(
-            "add rule inet {TABLE} {CHECKS_CHAIN} {fam} saddr == {} {fam} daddr != {subnet} masquerade comment {}\n",
-            a.ip(),
-            nft_quote(&c)
-        ));
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let stale = shape::rules(&nft).map_err(failed)?;
+        let mut tx = Transaction::new();
+        shape::declare_layout(&mut tx);
+        for (handle, _) in stale.iter().filter(|(_, c)| c.starts_with(&prefix)) {
+            shape::delete(&mut tx, *handle);
+        }
+        for a in addrs {
+            shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
+        }
+        match nft.commit(tx) {
+            Ok(()) => return Ok(()),
+            // a concurrent DEL of the same attachment removed a stale rule first
+            Err(e) if e.is_not_found() => last = Some(e),
+            Err(e) => return Err(failed(e)),
+        }
     }
-    nft_run(&tx).map_err(|d| err("set up nftables masquerade", d))
+    Err(failed(last.expect("attempted")))
 }
 
-/// (handle, comment) of every rule in `masq_checks`; none when the table is missing.
-fn nft_rules() -> Result<Vec<(u64, String)>, Error> {
-    firewall_tools::nft_commented_rules("inet", TABLE, CHECKS_CHAIN)
-}
-
+/// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
 fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
-    let doomed: Vec<u64> = nft_rules()?
-        .into_iter()
-        .filter(|(_, c)| c.starts_with(prefix) && also(c))
-        .map(|(h, _)| h)
-        .collect();
-    if doomed.is_empty() {
-        return Ok(());
+    let op = "delete nftables masquerade rules";
+    let nft = match Nftables::current() {
+        Ok(n) => n,
+        Err(e) if e.is_netfilter_missing() => return Ok(()),
+        Err(e) => return Err(err(op, e)),
+    };
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let doomed: Vec<u64> = shape::rules(&nft)
+            .map_err(|e| err(op, e))?
+            .into_iter()
+            .filter(|(_, c)| c.starts_with(prefix) && also(c))
+            .map(|(h, _)| h)
+            .collect();
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        let mut tx = Transaction::new();
+        for h in doomed {
+            shape::delete(&mut tx, h);
+        }
+        match nft.commit(tx) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_not_found() => last = Some(e),
+            Err(e) => return Err(err(op, e)),
+        }
     }
-    let tx: String = doomed
-        .iter()
-        .map(|h| format!("delete rule inet {TABLE} {CHECKS_CHAIN} handle {h}\n"))
-        .collect();
-    nft_run(&tx).map_err(|d| err("delete nftables masquerade rules", d))
+    Err(err(op, last.expect("attempted")))
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it.
@@ -217,142 +241,91 @@ fn iptables_comment(att: Attachment) -> String {
     format!("name: {:?} id: {:?}", att.network, att.container_id)
 }
 
-fn ipt_tool(a: &IpNetwork) -> &'static str {
-    if a.is_ipv4() {
-        "iptables"
-    } else {
-        "ip6tables"
-    }
+/// The rule arguments in iptables-save's spelling: matches, the comment, the target.
+fn ipt_spec(matches: &[&str], comment: &str, target: &str) -> Vec<String> {
+    let mut spec: Vec<String> = matches.iter().map(|s| s.to_string()).collect();
+    spec.extend(["-m", "comment", "--comment", comment, "-j", target].map(String::from));
+    spec
 }
 
-fn ipt_setup(att: Attachment, addr: &IpNetwork) -> Result<(), Error> {
-    let tool = ipt_tool(addr);
+/// One `iptables-restore` per IP version, adding what is missing (AppendUnique, as
+/// go-iptables does): the chain, its ACCEPT/MASQUERADE rules and the POSTROUTING jumps.
+/// The current rules are read only when the chain already exists.
+fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     let chain = iptables_chain(att);
     let comment = iptables_comment(att);
-    let multicast = if addr.is_ipv4() { "224.0.0.0/4" } else { "ff00::/8" };
-    let subnet = network_of(*addr).to_string();
-    // Another ADD of the same network may create the chain at the same time: "exists" is fine.
-    if let Err(e) = ipt(tool, &["-N", &chain]) {
-        if !e.contains("already exists") {
-            return Err(err(format!("create {tool} chain {chain}"), e));
-        }
-    }
-    let src = addr.ip().to_string();
-    let rules: [(&str, Vec<&str>); 3] = [
-        (&chain, vec!["-d", &subnet, "-j", "ACCEPT"]),
-        (&chain, vec!["!", "-d", multicast, "-j", "MASQUERADE"]),
-        ("POSTROUTING", vec!["-s", &src, "-j", &chain]),
-    ];
-    for (target_chain, mut spec) in rules {
-        spec.extend_from_slice(&["-m", "comment", "--comment", &comment]);
-        // AppendUnique, as go-iptables does: check first, append only when missing.
-        let mut check = vec!["-C", target_chain];
-        check.extend_from_slice(&spec);
-        if ipt(tool, &check).is_ok() {
+    let _lock = xtables::lock()?;
+    for v in [IpFamily::V4, IpFamily::V6] {
+        let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| IpFamily::of(a.ip()) == v).collect();
+        if mine.is_empty() {
             continue;
         }
-        let mut append = vec!["-A", target_chain];
-        append.extend_from_slice(&spec);
-        ipt(tool, &append).map_err(|e| err(format!("append {tool} rule to {target_chain}"), e))?;
+        let op = format!("set up {} masquerade", v.tool());
+        let tools = iptables::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
+        let table = if iptables::chain_locations(v, &chain)?.contains(&tools.variant) {
+            xtables::save_with(&tools.save, "nat")?
+        } else {
+            xtables::Table::default()
+        };
+        let mut script = Script::new("nat");
+        if !table.has_chain(&chain) {
+            script.new_chain(&chain);
+        }
+        let multicast = if v == IpFamily::V4 { "224.0.0.0/4" } else { "ff00::/8" };
+        let mut added: Vec<(String, Vec<String>)> = Vec::new();
+        for a in mine {
+            let subnet = network_of(*a).to_string();
+            let source = format!("{}/{}", a.ip(), v.host_prefix());
+            let rules = [
+                (chain.as_str(), ipt_spec(&["-d", &subnet], &comment, "ACCEPT")),
+                (
+                    chain.as_str(),
+                    ipt_spec(&["!", "-d", multicast], &comment, "MASQUERADE"),
+                ),
+                ("POSTROUTING", ipt_spec(&["-s", &source], &comment, &chain)),
+            ];
+            for (target, spec) in rules {
+                let rule = (target.to_string(), spec);
+                if !table.has_rule(target, &rule.1) && !added.contains(&rule) {
+                    script.append(target, &rule.1);
+                    added.push(rule);
+                }
+            }
+        }
+        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
     }
     Ok(())
 }
 
-fn ipt_teardown(tool: &str, att: Attachment) -> Result<(), Error> {
+/// Removes the attachment's chain and the POSTROUTING jumps to it, in every variant that
+/// has it. Nothing is run when no variant has it.
+fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
     let chain = iptables_chain(att);
-    let listing = match ipt(tool, &["-S", "POSTROUTING"]) {
-        Ok(l) => l,
-        Err(e) if is_not_exist(&e) => return Ok(()),
-        Err(e) => return Err(err(format!("list {tool} POSTROUTING"), e)),
-    };
-    for line in listing.lines() {
-        let words = split_rule(line);
-        if words.first().map(String::as_str) != Some("-A") || !jumps_to(&words, &chain) {
-            continue;
-        }
-        let mut args: Vec<&str> = vec!["-D"];
-        args.extend(words[1..].iter().map(String::as_str));
-        if let Err(e) = ipt(tool, &args) {
-            if !is_not_exist(&e) {
-                return Err(err(format!("delete {tool} POSTROUTING rule"), e));
-            }
-        }
+    let found = iptables::chain_locations(v, &chain)?;
+    if found.is_empty() {
+        return Ok(());
     }
-    for op in ["-F", "-X"] {
-        if let Err(e) = ipt(tool, &[op, &chain]) {
-            if !is_not_exist(&e) {
-                return Err(err(format!("{op} {tool} chain {chain}"), e));
+    let _lock = xtables::lock()?;
+    let op = format!("tear down {} masquerade", v.tool());
+    for variant in found {
+        let tools = iptables::needed_tools(v, variant, &op)?;
+        let table = xtables::save_with(&tools.save, "nat")?;
+        if !table.has_chain(&chain) {
+            continue; // a legacy nat table without this chain
+        }
+        let mut script = Script::new("nat");
+        for spec in table.rules_of("POSTROUTING") {
+            if spec.windows(2).any(|w| w[0] == "-j" && w[1] == chain) {
+                script.delete("POSTROUTING", spec);
             }
         }
+        for spec in table.rules_of(&chain) {
+            script.delete(&chain, spec);
+        }
+        script.delete_chain(&chain);
+        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
     }
     Ok(())
-}
-
-fn jumps_to(words: &[String], chain: &str) -> bool {
-    words.windows(2).any(|w| w[0] == "-j" && w[1] == chain)
-}
-
-/// Split one line of `iptables -S` into arguments (double quotes with backslash escapes).
-fn split_rule(line: &str) -> Vec<String> {
-    let mut words = vec![];
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut quoted = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if quoted => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            '"' => {
-                quoted = !quoted;
-                in_word = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
-
-/// go-iptables' IsNotExist patterns.
-fn is_not_exist(msg: &str) -> bool {
-    [
-        "does not exist",
-        "No such file or directory",
-        "No chain/target/match by that name",
-        "Bad rule (does a matching rule exist in that chain?)",
-    ]
-    .iter()
-    .any(|p| msg.contains(p))
-}
-
-/// Run `<tool> -w -t nat ARGS`; Ok(stdout) or Err(stderr).
-fn ipt(tool: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(tool)
-        .args(["-w", "-t", "nat"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("run {tool}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
 }
 
 #[cfg(test)]
@@ -391,21 +364,7 @@ mod tests {
     fn backend_names() {
         assert_eq!(backend(Some("iptables")), Ok(Backend::Iptables));
         assert_eq!(backend(Some("nftables")), Ok(Backend::Nftables));
+        assert_eq!(backend(None), Ok(Backend::Auto));
         assert_eq!(backend(Some("pf")).unwrap_err().detail, "unknown ipmasq backend \"pf\"");
-    }
-
-    #[test]
-    fn iptables_save_lines_split_like_a_shell() {
-        let line = r#"-A POSTROUTING -s 10.22.0.4/32 -m comment --comment "name: \"brnet\" id: \"ctrA\"" -j CNI-cf7b292a3456547459e1c807"#;
-        let w = split_rule(line);
-        assert_eq!(w[7], r#"name: "brnet" id: "ctrA""#);
-        assert!(jumps_to(&w, "CNI-cf7b292a3456547459e1c807"));
-        assert!(!jumps_to(&w, "CNI-other"));
-    }
-
-    #[test]
-    fn not_exist_patterns() {
-        assert!(is_not_exist("iptables: No chain/target/match by that name."));
-        assert!(!is_not_exist("iptables: Permission denied"));
     }
 }

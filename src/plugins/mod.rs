@@ -3,23 +3,32 @@
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
 //! * [`macvlan`]: the macvlan plugin.
+//! * [`firewall`]: the firewall plugin (chained: accept rules for container addresses).
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
+//! * [`bandwidth`]: rate limits on the host veth and an ifb (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
-//! * [`l3`]: IPAM delegation with release on failure.
+//! * [`l3`]: IPAM delegation with release on failure, GC forwarding, the masquerade attachment.
+//! * [`check`]: what every CHECK verifies first (prevResult, the container interface).
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
-//! * [`ipmasq`]: masquerade rules; [`firewall_tools`]: running nft and iptables.
+//! * [`ipmasq`]: masquerade rules; [`iptables`]: where an attachment's iptables chains are,
+//!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
+//!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
-//! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
+//! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
+pub mod bandwidth;
 pub mod bridge;
+pub mod check;
 pub mod container_link;
+pub mod firewall;
 pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
+pub mod iptables;
 pub mod l3;
 pub mod loopback;
 pub mod macvlan;
@@ -29,6 +38,7 @@ pub mod spoofcheck;
 pub mod teardown;
 pub mod tuning;
 pub mod veth;
+pub mod xtables;
 
 // The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
 // layers below know nothing of the CNI protocol; a plugin reports their failures as plain

@@ -7,14 +7,18 @@
 //! attachment `iifname <host veth> jump cni-br-iface-<id>`, where `<id>` is
 //! `<container id>-<ifname>`; that chain jumps to `cni-br-iface-<id>-mac`, which returns for
 //! the container MAC and drops the rest. Every rule carries the comment `macspoofchk-<id>`.
+//! The translation into nf_tables is the
+//! [`spoofcheck` shape](crate::netlink::nftables::shapes::spoofcheck).
 //!
-//! Setup and teardown are one nft transaction each.
+//! Setup and teardown are one netlink transaction each; no process is run.
+use super::firewall_tools::err;
 pub use super::firewall_tools::Error;
-use super::firewall_tools::{self, err, nft_json, nft_quote as quote, nft_run};
+use crate::netlink::nftables::shapes::spoofcheck as shape;
+use crate::netlink::nftables::{Nftables, Transaction};
+use crate::netlink::MacAddr;
 
-const FAMILY: &str = "bridge";
-const TABLE: &str = "nat";
-const BASE_CHAIN: &str = "PREROUTING";
+/// How often teardown re-reads and retries when a concurrent change got there first.
+const ATTEMPTS: usize = 3;
 
 /// One attachment's rule set.
 #[derive(Debug, Clone, Copy)]
@@ -45,79 +49,69 @@ impl Attachment<'_> {
 /// Allow only `mac` as source address on frames from `host_iface`. Re-running it for the
 /// same attachment replaces the previous rules.
 pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> {
-    let (iface, macc, comment) = (att.iface_chain(), att.mac_chain(), quote(&att.comment()));
-    let mut tx = format!(
-        "add table {FAMILY} {TABLE}\n\
-         add chain {FAMILY} {TABLE} {BASE_CHAIN} {{ type filter hook prerouting priority -300 ; policy accept ; }}\n\
-         add chain {FAMILY} {TABLE} {iface}\n\
-         add chain {FAMILY} {TABLE} {macc}\n\
-         flush chain {FAMILY} {TABLE} {iface}\n\
-         flush chain {FAMILY} {TABLE} {macc}\n"
-    );
-    for handle in base_rules(&att.comment())? {
-        tx.push_str(&format!("delete rule {FAMILY} {TABLE} {BASE_CHAIN} handle {handle}\n"));
+    let op = "failed to setup spoof-check";
+    let mac: MacAddr = mac
+        .parse()
+        .map_err(|e| err(op, format!("container MAC {mac:?}: {e}")))?;
+    let (iface, macc, comment) = (att.iface_chain(), att.mac_chain(), att.comment());
+    let names = shape::Names {
+        iface_chain: &iface,
+        mac_chain: &macc,
+        comment: &comment,
+    };
+    let nft = Nftables::current().map_err(|e| err(op, e))?;
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let mut tx = Transaction::new();
+        for handle in shape::base_rules(&nft, &comment).map_err(|e| err(op, e))? {
+            shape::delete_base_rule(&mut tx, handle);
+        }
+        shape::allow_only(&mut tx, names, host_iface, mac.0);
+        match nft.commit(tx) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_not_found() => last = Some(e),
+            Err(e) => return Err(err(op, e)),
+        }
     }
-    tx.push_str(&format!(
-        "add rule {FAMILY} {TABLE} {BASE_CHAIN} iifname {} jump {iface} comment {comment}\n\
-         add rule {FAMILY} {TABLE} {iface} jump {macc} comment {comment}\n\
-         add rule {FAMILY} {TABLE} {macc} ether saddr {mac} return comment {comment}\n\
-         add rule {FAMILY} {TABLE} {macc} drop comment {comment}\n",
-        quote(host_iface)
-    ));
-    nft_run(&tx).map_err(|d| err("failed to setup spoof-check", d))
+    Err(err(op, last.expect("attempted")))
 }
 
 /// Remove the attachment's base-chain rule and both of its chains. Whatever is already gone
-/// (table, chains, rules, or nft itself) is not an error.
+/// (table, chains, rules, or nf_tables itself) is not an error.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    if !firewall_tools::tool_available("nft") {
-        return Ok(());
-    }
-    let Some(chains) = chains()? else {
-        return Ok(());
+    let op = "failed to teardown spoof-check";
+    let nft = match Nftables::current() {
+        Ok(n) => n,
+        Err(e) if e.is_netfilter_missing() => return Ok(()),
+        Err(e) => return Err(err(op, e)),
     };
-    let mut tx = String::new();
-    for handle in base_rules(&att.comment())? {
-        tx.push_str(&format!("delete rule {FAMILY} {TABLE} {BASE_CHAIN} handle {handle}\n"));
-    }
-    // The iface chain jumps to the mac chain: empty both, then delete in that order.
-    let doomed: Vec<String> = [att.iface_chain(), att.mac_chain()]
-        .into_iter()
-        .filter(|c| chains.contains(c))
-        .collect();
-    for c in &doomed {
-        tx.push_str(&format!("flush chain {FAMILY} {TABLE} {c}\n"));
-    }
-    for c in &doomed {
-        tx.push_str(&format!("delete chain {FAMILY} {TABLE} {c}\n"));
-    }
-    if tx.is_empty() {
-        return Ok(());
-    }
-    nft_run(&tx).map_err(|d| err("failed to teardown spoof-check", d))
-}
-
-/// Names of the chains in `bridge nat`; None when the table does not exist.
-fn chains() -> Result<Option<Vec<String>>, Error> {
-    let Some(v) = nft_json(&["list", "table", FAMILY, TABLE])? else {
-        return Ok(None);
+    let (iface, macc, comment) = (att.iface_chain(), att.mac_chain(), att.comment());
+    let names = shape::Names {
+        iface_chain: &iface,
+        mac_chain: &macc,
+        comment: &comment,
     };
-    let names = v["nftables"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|item| item["chain"]["name"].as_str().map(str::to_string))
-        .collect();
-    Ok(Some(names))
-}
-
-/// Handles of the base-chain rules carrying `comment`.
-fn base_rules(comment: &str) -> Result<Vec<u64>, Error> {
-    Ok(firewall_tools::nft_commented_rules(FAMILY, TABLE, BASE_CHAIN)?
-        .into_iter()
-        .filter(|(_, c)| c == comment)
-        .map(|(h, _)| h)
-        .collect())
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let chains = shape::chains(&nft).map_err(|e| err(op, e))?;
+        if chains.is_empty() {
+            return Ok(()); // no table
+        }
+        let mut tx = Transaction::new();
+        for handle in shape::base_rules(&nft, &comment).map_err(|e| err(op, e))? {
+            shape::delete_base_rule(&mut tx, handle);
+        }
+        shape::delete_chains(&mut tx, names, &chains);
+        if tx.is_empty() {
+            return Ok(());
+        }
+        match nft.commit(tx) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_not_found() => last = Some(e),
+            Err(e) => return Err(err(op, e)),
+        }
+    }
+    Err(err(op, last.expect("attempted")))
 }
 
 #[cfg(test)]

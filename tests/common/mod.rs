@@ -367,9 +367,22 @@ impl Call {
     }
 
     pub fn run(self) -> CallOutput {
+        self.run_under(&[])
+    }
+
+    /// Run under a wrapper program (`strace -f …`): `wrapper… PROGRAM ARGS…`, same
+    /// environment and namespace.
+    pub fn run_under(self, wrapper: &[&str]) -> CallOutput {
         use std::io::Write;
         let fd = File::open(&self.ns_path).unwrap();
-        let mut c = Command::new(&self.program);
+        let mut c = match wrapper.split_first() {
+            None => Command::new(&self.program),
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&self.program);
+                c
+            }
+        };
         c.args(&self.args);
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")

@@ -1,0 +1,194 @@
+//! The firewall plugin's keys: `backend`, `iptablesAdminChainName`, `ingressPolicy`, and
+//! `firewalldZone` (read for compatibility; only the firewalld backend, which cnibox does
+//! not have, would use it).
+use crate::cni::error::code;
+use crate::cni::json;
+use crate::cni::{Error, Request};
+
+/// Where the rules go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The reference layout in the filter table (the default, as in the reference when
+    /// firewalld is not running).
+    Iptables,
+    /// The reference's D-Bus backend: not supported, ADD and CHECK say so.
+    Firewalld,
+}
+
+/// `ingressPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngressPolicy {
+    /// Everything may reach the container (`""` or `"open"`).
+    Open,
+    /// Only the container's own bridge may reach it.
+    SameBridge,
+    /// Not even the own bridge (Docker's `enable_icc=false`).
+    Isolated,
+}
+
+impl IngressPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            IngressPolicy::Open => "open",
+            IngressPolicy::SameBridge => "same-bridge",
+            IngressPolicy::Isolated => "isolated",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conf {
+    /// Err: the value of an unknown `backend` (an error for ADD and CHECK; DEL cleans up
+    /// as the reference, which silently uses iptables for it, would have set up).
+    pub backend: Result<Backend, String>,
+    pub admin_chain: String,
+    /// Err: the value of an unknown `ingressPolicy`.
+    pub ingress: Result<IngressPolicy, String>,
+}
+
+/// The reference's default admin chain.
+pub const DEFAULT_ADMIN_CHAIN: &str = "CNI-ADMIN";
+/// iptables chain names are at most 28 characters (XT_EXTENSION_MAXNAMELEN - 1).
+pub const CHAIN_NAME_MAX: usize = 28;
+
+pub fn load(req: &Request) -> Result<Conf, Error> {
+    let ctx = "failed to load netconf";
+    let obj = json::as_object(&req.config, "FirewallNetConf").map_err(|e| e.context(ctx))?;
+    let text = |key: &str| -> Result<String, Error> {
+        Ok(json::opt_str(&obj, key, &format!("FirewallNetConf.{key}"))
+            .map_err(|e| e.context(ctx))?
+            .unwrap_or_default()
+            .to_string())
+    };
+    let backend = match text("backend")?.as_str() {
+        "" | "iptables" => Ok(Backend::Iptables),
+        "firewalld" => Ok(Backend::Firewalld),
+        other => Err(other.to_string()),
+    };
+    let ingress = match text("ingressPolicy")?.as_str() {
+        "" | "open" => Ok(IngressPolicy::Open),
+        "same-bridge" => Ok(IngressPolicy::SameBridge),
+        "isolated" => Ok(IngressPolicy::Isolated),
+        other => Err(other.to_string()),
+    };
+    text("firewalldZone")?;
+    let admin_chain = match text("iptablesAdminChainName")? {
+        s if s.is_empty() => DEFAULT_ADMIN_CHAIN.to_string(),
+        s => s,
+    };
+    Ok(Conf {
+        backend,
+        admin_chain,
+        ingress,
+    })
+}
+
+impl Conf {
+    /// The backend for ADD and CHECK: unknown and firewalld are errors naming the value.
+    pub fn backend_for_setup(&self) -> Result<Backend, Error> {
+        match &self.backend {
+            Ok(Backend::Firewalld) => Err(Error::new(
+                code::UNSUPPORTED_FIELD,
+                "unsupported field in network configuration: backend \"firewalld\" \
+                 (cnibox does not talk D-Bus to firewalld; use \"iptables\")",
+            )),
+            Ok(b) => Ok(*b),
+            Err(other) => Err(Error::new(
+                code::INVALID_NETWORK_CONFIG,
+                format!(
+                    "unknown firewall backend {} (iptables)",
+                    crate::cni::version::go_quote(other)
+                ),
+            )),
+        }
+    }
+
+    /// The ingress policy; an unknown one is the reference's error.
+    pub fn ingress_policy(&self) -> Result<IngressPolicy, Error> {
+        self.ingress.clone().map_err(|other| {
+            Error::internal(format!(
+                "unknown ingress policy: {}",
+                crate::cni::version::go_quote(&other)
+            ))
+        })
+    }
+
+    /// The admin chain name, checked: it goes into restore input and nft names.
+    pub fn checked_admin_chain(&self) -> Result<&str, Error> {
+        let c = &self.admin_chain;
+        let bad = c.len() > CHAIN_NAME_MAX
+            || c.starts_with(['-', '!'])
+            || c.chars()
+                .any(|ch| ch.is_whitespace() || ch.is_control() || ch == '"' || ch == '\'');
+        if bad {
+            return Err(Error::new(
+                code::INVALID_NETWORK_CONFIG,
+                format!(
+                    "invalid iptablesAdminChainName {}: at most {CHAIN_NAME_MAX} characters, \
+                     no blanks or quotes, not starting with '-' or '!'",
+                    crate::cni::version::go_quote(c)
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::plugin::Command;
+    use serde_json::json;
+
+    fn conf(v: serde_json::Value) -> Result<Conf, Error> {
+        load(&Request::from_config(Command::Add, v))
+    }
+
+    #[test]
+    fn defaults_are_the_reference_defaults() {
+        let c = conf(json!({"name": "n"})).unwrap();
+        assert_eq!(c.backend, Ok(Backend::Iptables));
+        assert_eq!(c.admin_chain, "CNI-ADMIN");
+        assert_eq!(c.ingress, Ok(IngressPolicy::Open));
+    }
+
+    #[test]
+    fn wrong_types_are_go_decode_errors() {
+        let e = conf(json!({"backend": 3})).unwrap_err();
+        assert_eq!(e.code, 999);
+        assert_eq!(
+            e.msg,
+            "failed to load netconf: json: cannot unmarshal number into Go struct field FirewallNetConf.backend of type string"
+        );
+    }
+
+    #[test]
+    fn unknown_and_unsupported_values_name_themselves() {
+        let c = conf(json!({"backend": "pf", "ingressPolicy": "closed"})).unwrap();
+        let e = c.backend_for_setup().unwrap_err();
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (7, "unknown firewall backend \"pf\" (iptables)")
+        );
+        assert_eq!(
+            c.ingress_policy().unwrap_err().msg,
+            "unknown ingress policy: \"closed\""
+        );
+        let fw = conf(json!({"backend": "firewalld"}))
+            .unwrap()
+            .backend_for_setup()
+            .unwrap_err();
+        assert_eq!(fw.code, 2);
+        assert!(fw.msg.contains("\"firewalld\""), "{}", fw.msg);
+    }
+
+    #[test]
+    fn admin_chain_names_are_checked() {
+        let ok = conf(json!({"iptablesAdminChainName": "MY-ADMIN"})).unwrap();
+        assert_eq!(ok.checked_admin_chain().unwrap(), "MY-ADMIN");
+        for bad in ["x".repeat(29), "a b".into(), "-X".into(), "a\"b".into(), "a\nb".into()] {
+            let c = conf(json!({ "iptablesAdminChainName": bad })).unwrap();
+            assert_eq!(c.checked_admin_chain().unwrap_err().code, 7, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The `firewall` plugin (chained after bridge, ptp, macvlan…): lets forwarded traffic of
+//! the container's addresses through a host firewall that would drop it (Docker leaves
+//! `iptables -P FORWARD DROP`), and optionally isolates the container's bridge from other
+//! interfaces (`ingressPolicy`).
+//!
+//! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
+//!   reference's layout); a non-open ingress policy adds the bridge's isolation rules; the
+//!   result is `prevResult`, unchanged.
+//! * DEL: the address rules go (from `prevResult`; no netns needed); shared chains and the
+//!   per-bridge isolation rules stay, as in the reference. A second DEL finds nothing.
+//! * CHECK: every rule ADD makes is present.
+//! * GC: nothing to collect for iptables: the reference's rules name addresses, not
+//!   attachments, so no rule can be told to belong to a gone attachment.
+//!
+//! `backend: firewalld` is not supported (the reference talks D-Bus to firewalld): ADD and
+//! CHECK fail with code 2 naming it; DEL has nothing to remove.
+pub mod config;
+pub mod iptables;
+
+use crate::cni::result::CniResult;
+use crate::cni::version::go_quote;
+use crate::cni::{config as cniconf, Error, Plugin, Request};
+use crate::plugins::xtables::{self, Family, Script};
+use config::{Backend, IngressPolicy};
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+pub struct Firewall;
+
+/// The reference speaks CNI 0.4.0 and later (`VersionsStartingFrom("0.4.0")`); older
+/// configs are refused by the entry point with its "incompatible CNI versions".
+const VERSIONS: &[&str] = &["0.4.0", "1.0.0", "1.1.0"];
+
+impl Plugin for Firewall {
+    fn about(&self) -> &'static str {
+        "CNI firewall plugin (cnibox)"
+    }
+
+    fn versions(&self) -> &'static [&'static str] {
+        VERSIONS
+    }
+
+    fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        let conf = config::load(req)?;
+        let prev = required_prev_result(req)?;
+        let backend = conf.backend_for_setup()?;
+        let policy = conf.ingress_policy()?;
+        let bridge = bridge_of(&prev, policy)?;
+        let addresses = addresses(&prev);
+        match backend {
+            Backend::Iptables => iptables_add(&iptables::Setup {
+                admin_chain: conf.checked_admin_chain()?,
+                addresses: &addresses,
+                isolation: bridge.as_deref().map(|b| (b, policy)),
+            })?,
+            Backend::Firewalld => unreachable!("refused by backend_for_setup"),
+        }
+        Ok(prev)
+    }
+
+    fn del(&self, req: &Request) -> Result<(), Error> {
+        let conf = config::load(req)?;
+        let prev = prev_result_for_del(req)?;
+        match conf.backend {
+            // ADD never made anything for firewalld
+            Ok(Backend::Firewalld) => {}
+            // an unknown backend is iptables to the reference: clean up what it made
+            Ok(Backend::Iptables) | Err(_) => {
+                if let Some(prev) = &prev {
+                    iptables_del(&addresses(prev))?;
+                }
+            }
+        }
+        // the reference's last step: isolation rules stay, an unknown policy is an error
+        conf.ingress_policy().map(|_| ())
+    }
+
+    fn check(&self, req: &Request) -> Result<(), Error> {
+        let conf = config::load(req)?;
+        let prev = required_prev_result(req)?;
+        let backend = conf.backend_for_setup()?;
+        let policy = conf.ingress_policy()?;
+        let bridge = bridge_of(&prev, policy)?;
+        let addresses = addresses(&prev);
+        match backend {
+            Backend::Iptables => iptables_check(&iptables::Setup {
+                admin_chain: conf.checked_admin_chain()?,
+                addresses: &addresses,
+                isolation: bridge.as_deref().map(|b| (b, policy)),
+            }),
+            Backend::Firewalld => unreachable!("refused by backend_for_setup"),
+        }
+    }
+
+    fn gc(&self, req: &Request) -> Result<(), Error> {
+        config::load(req)?;
+        Ok(())
+    }
+}
+
+fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
+    prev_result(req)?.ok_or_else(|| Error::internal("missing prevResult from earlier plugin"))
+}
+
+/// prevResult, with the reference's message: its parseConf wraps `ParsePrevResult`'s own
+/// "could not parse prevResult" once more.
+fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
+    cniconf::prev_result(req).map_err(|e| e.context("could not parse prevResult"))
+}
+
+/// DEL's prevResult: a result of another version than the config's (a runtime upgraded
+/// between ADD and DEL) still names the addresses, so it is read in its own version rather
+/// than failing the DEL as the reference does.
+fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
+    match prev_result(req) {
+        Ok(p) => Ok(p),
+        Err(strict) => match req.config.get("prevResult").map(CniResult::from_json) {
+            Some(Ok(p)) => Ok(Some(p)),
+            _ => Err(strict),
+        },
+    }
+}
+
+/// The container's addresses, each once, in prevResult order.
+fn addresses(prev: &CniResult) -> Vec<IpAddr> {
+    let mut seen = BTreeSet::new();
+    prev.ips
+        .iter()
+        .map(|c| c.address.ip())
+        .filter(|ip| seen.insert(*ip))
+        .collect()
+}
+
+/// The families that have addresses (the reference's `findProtos`): no address, no process.
+fn families(addresses: &[IpAddr]) -> BTreeSet<Family> {
+    addresses.iter().map(|ip| Family::of(*ip)).collect()
+}
+
+fn of_family(addresses: &[IpAddr], family: Family) -> Vec<IpAddr> {
+    addresses
+        .iter()
+        .copied()
+        .filter(|ip| Family::of(*ip) == family)
+        .collect()
+}
+
+/// The bridge a non-open policy isolates: the first interface of prevResult (the bridge
+/// plugin reports its bridge first), checked before anything changes.
+fn bridge_of(prev: &CniResult, policy: IngressPolicy) -> Result<Option<String>, Error> {
+    if policy == IngressPolicy::Open {
+        return Ok(None);
+    }
+    let Some(first) = prev.interfaces.first() else {
+        return Err(Error::internal(format!(
+            "interface needs to be set for ingress policy {}, make sure to chain \"firewall\" plugin with \"bridge\"",
+            go_quote(policy.name())
+        )));
+    };
+    let name = &first.name;
+    if name.is_empty() {
+        return Err(Error::internal("got empty bridge name"));
+    }
+    // the name goes into rules: it must be one the kernel could have given a link
+    if name.len() > 15
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "/:\"'\\".contains(c))
+    {
+        return Err(Error::internal(format!(
+            "invalid bridge name {} in prevResult",
+            go_quote(name)
+        )));
+    }
+    Ok(Some(name.clone()))
+}
+
+/// One restore per family; a family that fails undoes the families already changed.
+fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
+    let families = families(setup.addresses);
+    if families.is_empty() {
+        return Ok(());
+    }
+    let _lock = xtables::lock()?;
+    let mut applied: Vec<(Family, Script)> = vec![];
+    for family in families {
+        let addresses = of_family(setup.addresses, family);
+        let step = xtables::save(family, iptables::TABLE).and_then(|table| {
+            let script = iptables::plan_add(
+                &table,
+                &iptables::Setup {
+                    addresses: &addresses,
+                    ..*setup
+                },
+            );
+            xtables::restore(family, &script).map(|_| script)
+        });
+        match step {
+            Ok(script) => applied.push((family, script)),
+            Err(e) => {
+                for (family, script) in applied.iter().rev() {
+                    if let Err(u) = xtables::restore(*family, &script.undo()) {
+                        eprintln!("cnibox firewall: undoing {} rules: {u}", family.tool());
+                    }
+                }
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
+    let families = families(addresses);
+    if families.is_empty() {
+        return Ok(());
+    }
+    let _lock = xtables::lock()?;
+    let mut first = None;
+    for family in families {
+        let step = xtables::save(family, iptables::TABLE)
+            .and_then(|table| xtables::restore(family, &iptables::plan_del(&table, &of_family(addresses, family))));
+        if let Err(e) = step {
+            eprintln!("cnibox firewall: DEL: {e}");
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), |e| Err(e.into()))
+}
+
+fn iptables_check(setup: &iptables::Setup) -> Result<(), Error> {
+    for family in families(setup.addresses) {
+        let addresses = of_family(setup.addresses, family);
+        let table = xtables::save(family, iptables::TABLE)?;
+        iptables::check(
+            &table,
+            &iptables::Setup {
+                addresses: &addresses,
+                ..*setup
+            },
+        )
+        .map_err(Error::internal)?;
+    }
+    Ok(())
+}
