@@ -1211,6 +1211,7 @@ fn del_removes_the_container_link_only_when_prev_result_proves_it() {
         .success();
     assert!(!ns.has_link(IFNAME));
     assert_clean(&env, "owner", Some(&ns));
+}
 
 /// A container on two networks whose IPAM both carry the default route (podman's networks
 /// all do; or both set `isDefaultGateway`, whose routes name the gateway): the second ADD
