@@ -1063,3 +1063,50 @@ fn nftables_same_bridge_policy_keeps_other_bridges_out() {
     assert!(!bar0.ping(&addr_of(&r1, true)), "bar0 reached foo1 over IPv6");
     assert!(foo1.ping(OUTSIDE4), "leaving the bridge is allowed");
 }
+
+/// Parallel ADDs and DELs (a runtime starting many pods): every call succeeds, the shared
+/// chains and jumps exist once, every address gets its pair, and DELs leave the baseline.
+#[test]
+fn parallel_adds_and_dels_keep_one_copy_of_the_shared_rules() {
+    let env = TestEnv::new();
+    let confs: Vec<(String, Value)> = (0..8)
+        .map(|i| {
+            let mut p = prev("1.0.0");
+            p["ips"][0]["address"] = json!(format!("10.88.0.{}/24", 10 + i));
+            p["ips"][1]["address"] = json!(format!("fd00::{:x}/64", 16 + i));
+            (
+                format!("par{i}"),
+                fw_conf("1.0.0", json!({"ingressPolicy": "same-bridge"}), &p),
+            )
+        })
+        .collect();
+    let run_all = |verb: &'static str| {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = confs.iter().map(|(id, c)| s.spawn(|| fw(&env, verb, id, c))).collect();
+            for h in handles {
+                let out = h.join().unwrap();
+                assert!(out.ok(), "{verb}: {out:?}");
+            }
+        })
+    };
+    run_all("ADD");
+    let (v4, v6) = state(&env.host);
+    for s in [&v4, &v6] {
+        for shared in [
+            "-j CNI-FORWARD",
+            "-j CNI-ADMIN",
+            "-j CNI-ISOLATION-STAGE-1",
+            "-j RETURN",
+        ] {
+            let n = s.iter().filter(|l| l.ends_with(shared)).count();
+            let want = if shared == "-j RETURN" { 2 } else { 1 };
+            assert_eq!(n, want, "{shared} appears {n} times: {s:?}");
+        }
+        assert_eq!(s.iter().filter(|l| l.ends_with("-j ACCEPT")).count(), 16, "{s:?}");
+    }
+    run_all("DEL");
+    let (v4, v6) = state(&env.host);
+    for s in [&v4, &v6] {
+        assert!(!s.iter().any(|l| l.ends_with("-j ACCEPT")), "{s:?}");
+    }
+}
