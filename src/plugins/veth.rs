@@ -36,13 +36,9 @@ struct Conf {
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu").map_err(|e| e.context(ctx))?;
-    let mtu = match mtu {
-        // Go's netlink sends an MTU only when it is positive.
-        None => None,
-        Some(m) if m <= 0 => None,
-        Some(m) => Some(u32::try_from(m).map_err(|_| Error::internal(format!("{ctx}: mtu {m} is out of range")))?),
-    };
+    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
+        .and_then(cniconf::link_mtu)
+        .map_err(|e| e.context(ctx))?;
     Ok(Conf {
         ip_masq: json::opt_bool(&obj, "ipMasq", "NetConf.ipMasq")
             .map_err(|e| e.context(ctx))?
@@ -147,14 +143,11 @@ impl Plugin for Veth {
         let conf = load(req)?;
         let mut teardown = Teardown::new("veth");
         // The host end, its gateway address and host routes go with the pair.
-        let removed = container_link::delete(&req.netns, &req.ifname, "veth");
-        if let Ok(container_link::Removed::AlreadyGone) = removed {
+        let prev = container_link::prev_result(req, "veth");
+        let removed = container_link::delete(req, prev.as_ref(), "veth");
+        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // Without the netns the pair can still be found from the host side.
-            match cniconf::prev_result(req) {
-                Ok(Some(prev)) => teardown.step(delete_host_end(&prev)),
-                Ok(None) => {}
-                Err(e) => eprintln!("cnibox veth: DEL: ignoring prevResult: {}", e.msg),
-            }
+            teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
         if conf.ip_masq {
