@@ -279,7 +279,7 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
                                   "egressRate": ([8000, 0][i % 2]), "egressBurst": ([8000, 0][i % 2])}),
             // chained: everything it acts on comes from prevResult (added below)
             "firewall" => json!({"cniVersion": v, "name": "fznet", "type": "firewall",
-                                 "backend": (["iptables", "", "iptables", "firewalld"][i % 4]),
+                                 "backend": (["iptables", "", "nftables", "firewalld"][i % 4]),
                                  "ingressPolicy": (["open", "same-bridge", "isolated", ""][i % 4]),
                                  "iptablesAdminChainName": (["", "FZ-ADMIN"][i % 2])}),
             other => {

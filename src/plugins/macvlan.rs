@@ -260,7 +260,8 @@ fn create(
         mode,
         // created inside the container when the master is there
         netns: (!conf.link_in_container).then_some(&spaces.ns),
-        mtu: u32::try_from(conf.mtu).ok().filter(|m| *m > 0),
+        // validated against the master's by check_mtu
+        mtu: cniconf::link_mtu(Some(conf.mtu))?,
         mac,
         bcqueuelen: conf.bcqueuelen,
     };

@@ -36,13 +36,9 @@ struct Conf {
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu").map_err(|e| e.context(ctx))?;
-    let mtu = match mtu {
-        // Go's netlink sends an MTU only when it is positive.
-        None => None,
-        Some(m) if m <= 0 => None,
-        Some(m) => Some(u32::try_from(m).map_err(|_| Error::internal(format!("{ctx}: mtu {m} is out of range")))?),
-    };
+    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
+        .and_then(cniconf::link_mtu)
+        .map_err(|e| e.context(ctx))?;
     Ok(Conf {
         ip_masq: json::opt_bool(&obj, "ipMasq", "NetConf.ipMasq")
             .map_err(|e| e.context(ctx))?
