@@ -113,6 +113,10 @@ floor veth;    latency "veth+host-local" veth ''
 floor macvlan; latency "macvlan+host-local" macvlan ',"master":"mvmaster"'
 FLOOR_ADD=-; FLOOR_DEL=-
 
+source "${BASH_SOURCE%/*}/ipmasq.sh"
+masq_latency "bridge+host-local" bridge ',"bridge":"BR","isGateway":true'
+masq_latency "veth+host-local" veth ''
+
 # ---- throughput: THROUGHPUT containers from WORKERS parallel workers ----
 throughput() {  # IMPL SUBNET
     local impl=$1 cf="$WORK/tp-$1.json" i t0 t1 add del

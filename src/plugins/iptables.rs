@@ -102,7 +102,7 @@ pub fn needed_tools(v: IpVersion, variant: Variant, op: &str) -> Result<Tools, E
 pub fn chain_locations(v: IpVersion, chain: &str) -> Result<Vec<Variant>, Error> {
     let op = || format!("look for {} chain {chain}", v.tool());
     let mut found = Vec::new();
-    match Nftables::current() {
+    match Nftables::shared() {
         Ok(nft) => {
             if xtables::has_chain(&nft, nf_family(v), "nat", chain).map_err(|e| err(op(), e))? {
                 found.push(Variant::Nft);
