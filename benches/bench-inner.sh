@@ -1,224 +1,274 @@
 #!/usr/bin/env bash
-# The body of make bench: runs inside the private host namespace (see bench.sh).
+# The body of make bench: runs inside the private host namespace (see bench.sh). Each
+# section fills one table; the tables are printed together at the end.
 set -euo pipefail
 cd "$WORK"
 ip link set lo up
+# shellcheck source=benches/lib.sh
+source "$BENCH_DIR/lib.sh"
 
-now_us() { local t=$EPOCHREALTIME; echo $(( ${t/./} )); }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
-ms() { awk -v u="$1" 'BEGIN { if (u=="n/a") print "n/a"; else printf "%.2f", u/1000 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b==0||a=="n/a"||b=="n/a") print "n/a"; else printf "%.3f\n", a/b }'; }
-ROWS=()
-row() { ROWS+=("$(printf '| %-44s | %12s | %12s | %12s | %10s |' "$@")"); }
+# ---- configurations people run (templates: see `instantiate` in lib.sh) ----
+IPAM='"ipam":{"type":"host-local","ranges":[[{"subnet":"@SUBNET@"}]],"dataDir":"@DATA@"}'
+BRIDGE='{"cniVersion":"1.0.0","name":"@NET@","type":"bridge","bridge":"@BR@","isGateway":true,'$IPAM'}'
+BRIDGE_MASQ='{"cniVersion":"1.0.0","name":"@NET@","type":"bridge","bridge":"@BR@","isGateway":true,"ipMasq":true,'$IPAM'}'
+# what `podman network create` writes for its CNI backend (podman 4.3)
+PODMAN_CHAIN='{"cniVersion":"0.4.0","name":"@NET@","plugins":[
+ {"type":"bridge","bridge":"@BR@","isGateway":true,"ipMasq":true,"hairpinMode":true,
+  "ipam":{"type":"host-local","routes":[{"dst":"0.0.0.0/0"}],"ranges":[[{"subnet":"@SUBNET@","gateway":"@GW@"}]],"dataDir":"@DATA@"}},
+ {"type":"portmap","capabilities":{"portMappings":true}},
+ {"type":"firewall","backend":""},
+ {"type":"tuning"}]}'
+# containerd's example CRI conflist (IPv4 only); go-cni adds the loopback network itself
+CONTAINERD_CHAIN='{"cniVersion":"1.0.0","name":"@NET@","plugins":[
+ {"type":"bridge","bridge":"@BR@","isGateway":true,"ipMasq":true,"promiscMode":true,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"@SUBNET@"}]],"routes":[{"dst":"0.0.0.0/0"}],"dataDir":"@DATA@"}},
+ {"type":"portmap","capabilities":{"portMappings":true}}]}'
+# the network podman 4.3 passes to netavark for its default bridge network `podman`
+NETAVARK_NET='{"container_id":"@CID@","container_name":"bench","networks":{"@NET@":{"interface_name":"eth0","static_ips":["@IP@"]}},
+ "network_info":{"@NET@":{"dns_enabled":false,"driver":"bridge","id":"53ce4390f2adb1681eb1a90ec8b48c49c015e0a8d336c197637e7f65e365fa9e",
+  "internal":false,"ipv6_enabled":false,"name":"@NET@","network_interface":"@BR@","subnets":[{"gateway":"@GW@","subnet":"@SUBNET@"}]}}}'
 
-seq_no=0
-# new_container: a fresh container namespace, named in $CTR (no subshell, so the counter sticks)
-new_container() { seq_no=$((seq_no+1)); CTR="${HOSTNS}c${seq_no}"; ip netns add "$CTR"; ip -n "$CTR" link set lo up; }
-
-# conf NAME TYPE SUBNET DATADIR [extra plugin keys]
-conf() {
-    cat <<J
-{"cniVersion":"1.0.0","name":"$1","type":"$2"$5,
- "ipam":{"type":"host-local","ranges":[[{"subnet":"$3"}]],"dataDir":"$4"}}
-J
+ROW_NO=0
+# SECTIONS="headline growth" runs only those sections (all by default)
+want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
+headline_row() {  # KEY LABEL WHOSE
+    trow "$2" "$(ms "${MED[$1,0,ADD]}")" "$(ms "${MED[$1,1,ADD]}")" "${RAT[$1,1,ADD]}" \
+        "$(ms "${MED[$1,0,DEL]}")" "$(ms "${MED[$1,1,DEL]}")" "${RAT[$1,1,DEL]}" "$3"
 }
-
-# invoke IMPL VERB CONF CONTAINER-ID NETNS  -> prints elapsed microseconds
-invoke() {
-    local impl=$1 verb=$2 cf=$3 id=$4 ns=$5 plugin t0 t1
-    plugin=$(jq -r .type "$cf")
-    t0=$(now_us)
-    CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=/run/netns/$ns CNI_IFNAME=eth0 CNI_PATH="$WORK/$impl" \
-        "$WORK/$impl/$plugin" < "$cf" > "$WORK/out.json" 2> "$WORK/err.txt" \
-        || { echo "bench: $impl $plugin $verb failed: $(cat "$WORK/out.json" "$WORK/err.txt")" >&2; exit 1; }
-    t1=$(now_us)
-    echo $(( t1 - t0 ))
+# headline_plugin LABEL TEMPLATE : one plugin configuration, exec'd directly
+headline_plugin() {
+    local label=$1 key="h$((++ROW_NO))"
+    local a="$WORK/$key-cnibox.json" b="$WORK/$key-reference.json"
+    instantiate "$2" > "$a"; instantiate "$2" > "$b"
+    say "$label"
+    compare "$key" "run_plugin cnibox $a" "run_plugin reference $b"
+    headline_row "$key" "$label" "$(whose "$a")"
 }
-
-ip link add mvmaster type veth peer name mvpeer
-ip link set mvmaster up; ip link set mvpeer up
-
-# Deleting a namespace leaves the kernel work (destroying its links) to a background
-# worker that holds the rtnl lock: measuring while it runs would add its time to whichever
-# call comes next. So namespaces are made before and deleted after each measured series,
-# with a pause for that background work.
-settle() { sleep 1; }
-make_containers() {  # COUNT -> CTRS array
-    CTRS=(); local i; for i in $(seq "$1"); do new_container; CTRS+=("$CTR"); done
-}
-drop_containers() { local c; for c in "${CTRS[@]}"; do ip netns del "$c"; done; settle; }
-
-# ---- per-container ADD/DEL latency, cnibox vs reference, pair by pair ----
-latency() {  # NAME PLUGIN EXTRA
-    local name=$1 plugin=$2 extra=$3 i a b
-    local cfa="$WORK/$plugin-cnibox.json" cfb="$WORK/$plugin-reference.json"
-    conf "bench-$plugin-a" "$plugin" "10.$((100+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbba}" > "$cfa"
-    conf "bench-$plugin-b" "$plugin" "10.$((150+${#ROWS[@]})).0.0/16" "$WORK/data" "${extra//BR/cbbb}" > "$cfb"
-    : > add_a; : > add_b; : > del_a; : > del_b; : > add_r; : > del_r
-    # container i of cnibox is CTRS[2i], of the reference CTRS[2i+1]; the last pair warms up
-    # (creates the bridge and the store dir, fills the page cache) and is not counted
-    make_containers $(( 2 * N + 2 )); settle
-    invoke cnibox ADD "$cfa" warm "${CTRS[2*N]}" >/dev/null; invoke reference ADD "$cfb" warm "${CTRS[2*N+1]}" >/dev/null
-    for verb in ADD DEL; do
-        for i in $(seq 0 $((N - 1))); do
-            # alternate who goes first, so neither always runs on a warmer cache
-            if (( i % 2 )); then a=$(invoke cnibox $verb "$cfa" "a$i" "${CTRS[2*i]}"); b=$(invoke reference $verb "$cfb" "b$i" "${CTRS[2*i+1]}")
-            else b=$(invoke reference $verb "$cfb" "b$i" "${CTRS[2*i+1]}"); a=$(invoke cnibox $verb "$cfa" "a$i" "${CTRS[2*i]}"); fi
-            local lv=${verb,,}
-            echo "$a" >> "${lv}_a"; echo "$b" >> "${lv}_b"; ratio "$a" "$b" >> "${lv}_r"
-        done
-    done
-    invoke cnibox DEL "$cfa" warm "${CTRS[2*N]}" >/dev/null; invoke reference DEL "$cfb" warm "${CTRS[2*N+1]}" >/dev/null
-    drop_containers
-    row "$name ADD (ms)" "$(ms "$(median < add_a)")" "$(ms "$(median < add_b)")" "$FLOOR_ADD" "$(median < add_r)"
-    row "$name DEL (ms)" "$(ms "$(median < del_a)")" "$(ms "$(median < del_b)")" "$FLOOR_DEL" "$(median < del_r)"
-}
-
-# ---- the kernel floor: one ip -batch per namespace ----
-floor() {  # KIND
-    local kind=$1 i c t0 t1; : > fadd; : > fdel
-    ip link add cbfloor type bridge 2>/dev/null || true; ip link set cbfloor up
-    make_containers "$N"; settle
-    for i in $(seq "$N"); do
-        c=${CTRS[i-1]}
-        t0=$(now_us)
-        case $kind in
-        bridge)
-            printf 'link add fl%s type veth peer name eth0 netns %s\nlink set fl%s master cbfloor up\n' "$i" "$c" "$i" | ip -batch -
-            printf 'addr add 10.77.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.77.0.1\n' "$((i+1))" | ip -n "$c" -batch - ;;
-        veth)
-            printf 'link add fl%s type veth peer name eth0 netns %s\nlink set fl%s up\naddr add 10.78.0.1/32 dev fl%s\nroute add 10.78.0.%s/32 dev fl%s scope host\n' "$i" "$c" "$i" "$i" "$((i+1))" "$i" | ip -batch -
-            printf 'addr add 10.78.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.78.0.1\n' "$((i+1))" | ip -n "$c" -batch - ;;
-        macvlan)
-            printf 'link add link mvmaster name fl%s netns %s type macvlan mode bridge\n' "$i" "$c" | ip -batch -
-            printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
-        esac
-        t1=$(now_us); echo $((t1-t0)) >> fadd
-    done
-    for i in $(seq "$N"); do
-        c=${CTRS[i-1]}
-        t0=$(now_us)
-        case $kind in
-        macvlan) ip -n "$c" link del eth0 ;;
-        *) ip link del "fl$i" ;;
-        esac
-        t1=$(now_us); echo $((t1-t0)) >> fdel
-    done
-    drop_containers
-    FLOOR_ADD=$(ms "$(median < fadd)"); FLOOR_DEL=$(ms "$(median < fdel)")
-}
-
-floor bridge;  latency "bridge+host-local" bridge ',"bridge":"BR","isGateway":true'
-floor veth;    latency "veth+host-local" veth ''
-floor macvlan; latency "macvlan+host-local" macvlan ',"master":"mvmaster"'
-FLOOR_ADD=-; FLOOR_DEL=-
-
-source "${BASH_SOURCE%/*}/ipmasq.sh"
-masq_latency "bridge+host-local" bridge ',"bridge":"BR","isGateway":true'
-masq_latency "veth+host-local" veth ''
-
-# ---- throughput: THROUGHPUT containers from WORKERS parallel workers ----
-throughput() {  # IMPL SUBNET
-    local impl=$1 cf="$WORK/tp-$1.json" i t0 t1 add del
-    conf "tp-$impl" bridge "$2" "$WORK/data" ",\"bridge\":\"cbtp${impl:0:1}\",\"isGateway\":true" > "$cf"
-    for i in $(seq "$THROUGHPUT"); do ip netns add "${HOSTNS}t$impl$i"; done
-    settle
-    one() { CNI_COMMAND=$2 CNI_CONTAINERID="tp$3" CNI_NETNS="/run/netns/${HOSTNS}t$1$3" CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
-            "$WORK/$1/bridge" < "$WORK/tp-$1.json" > /dev/null || { echo "bench: throughput $1 $2 $3 failed" >&2; exit 1; }; }
-    export -f one
-    t0=$(now_us); seq "$THROUGHPUT" | xargs -P "$WORKERS" -I{} bash -c "one $impl ADD {}"; t1=$(now_us); add=$((t1-t0))
-    t0=$(now_us); seq "$THROUGHPUT" | xargs -P "$WORKERS" -I{} bash -c "one $impl DEL {}"; t1=$(now_us); del=$((t1-t0))
-    for i in $(seq "$THROUGHPUT"); do ip netns del "${HOSTNS}t$impl$i"; done
-    settle
-    echo "$add $del"
-}
-read -r tpa_add tpa_del < <(throughput cnibox 10.200.0.0/16)
-read -r tpb_add tpb_del < <(throughput reference 10.201.0.0/16)
-row "$THROUGHPUT bridge ADDs, $WORKERS workers (s)" "$(awk -v u="$tpa_add" 'BEGIN{printf "%.2f", u/1e6}')" "$(awk -v u="$tpb_add" 'BEGIN{printf "%.2f", u/1e6}')" - "$(ratio "$tpa_add" "$tpb_add")"
-row "$THROUGHPUT bridge DELs, $WORKERS workers (s)" "$(awk -v u="$tpa_del" 'BEGIN{printf "%.2f", u/1e6}')" "$(awk -v u="$tpb_del" 'BEGIN{printf "%.2f", u/1e6}')" - "$(ratio "$tpa_del" "$tpb_del")"
-
-# ---- host-local alone, empty store and STORE_SIZE reservations ----
-ipam_conf() { printf '{"cniVersion":"1.0.0","name":"%s","ipam":{"type":"host-local","ranges":[[{"subnet":"10.%s.0.0/16"}]],"dataDir":"%s"}}' "$1" "$2" "$3"; }
-fill_store() {  # DIR COUNT: reference-format reservations 10.x.0.2 upwards
-    local dir=$1 n=$2 i=0 a b
-    mkdir -p "$dir"
-    for ((a=0; a<256 && i<n; a++)); do for ((b=0; b<256 && i<n; b++)); do
-        ((a==0 && b<2)) && continue
-        printf 'fill%s\r\neth0' "$i" > "$dir/10.$3.$a.$b"; i=$((i+1))
-    done; done
-    printf '10.%s.%s.%s' "$3" "$((a-1))" "$((b-1))" > "$dir/last_reserved_ip.0"
-}
-hostlocal() {  # LABEL SIZE
-    local label=$1 size=$2 impl i a_add b_add a_del b_del
-    : > add_a; : > add_b; : > del_a; : > del_b; : > add_r; : > del_r
+# headline_list RUNTIME LABEL TEMPLATE : a conflist run the way RUNTIME runs it
+# (podman: libcni with one published port; libcni: libcni, no capabilities; containerd: go-cni)
+headline_list() {
+    local rt=$1 label=$2 key="h$((++ROW_NO))" impl d net runners=() extra=() tool=libcni_tool
+    [ "$rt" = containerd ] && { tool=gocni_tool; extra=(loopback); }
+    if [ ! -x "$WORK/$tool" ]; then
+        trow "$label" n/a n/a n/a n/a n/a n/a "not run: $(cat "$WORK/$tool.missing")"
+        return
+    fi
     for impl in cnibox reference; do
-        local oct=40
-        [ "$impl" = cnibox ] && oct=30
-        ipam_conf "hl-$size" "$oct" "$WORK/hl-$impl" > "$WORK/hl-$impl-$size.json"
-        rm -rf "$WORK/hl-$impl/hl-$size"
-        [ "$size" -gt 0 ] && fill_store "$WORK/hl-$impl/hl-$size" "$size" "$oct"
+        d="$WORK/$key-$impl"; mkdir -p "$d"
+        instantiate "$3" > "$d/net.conflist"; net=$(jq -r .name "$d/net.conflist")
+        case $rt in
+        podman) runners+=("run_podman $impl $d $net") ;;
+        libcni) runners+=("run_libcni $impl $d $net") ;;
+        containerd) runners+=("run_gocni $impl $d") ;;
+        esac
     done
-    local c; new_container; c=$CTR
-    for i in $(seq "$N"); do
-        a_add=$(invoke_ipam cnibox ADD "$WORK/hl-cnibox-$size.json" "h$i" "$c")
-        b_add=$(invoke_ipam reference ADD "$WORK/hl-reference-$size.json" "h$i" "$c")
-        a_del=$(invoke_ipam cnibox DEL "$WORK/hl-cnibox-$size.json" "h$i" "$c")
-        b_del=$(invoke_ipam reference DEL "$WORK/hl-reference-$size.json" "h$i" "$c")
-        echo "$a_add" >> add_a; echo "$b_add" >> add_b; echo "$a_del" >> del_a; echo "$b_del" >> del_b
-        ratio "$a_add" "$b_add" >> add_r; ratio "$a_del" "$b_del" >> del_r
-    done
-    ip netns del "$c"
-    HL_ADD_A=$(median < add_a); HL_DEL_A=$(median < del_a)
-    row "host-local ADD, $label (ms)" "$(ms "$HL_ADD_A")" "$(ms "$(median < add_b)")" - "$(median < add_r)"
-    row "host-local DEL, $label (ms)" "$(ms "$HL_DEL_A")" "$(ms "$(median < del_b)")" - "$(median < del_r)"
+    say "$label"
+    compare "$key" "${runners[@]}"
+    headline_row "$key" "$label" "$(whose "$WORK/$key-cnibox/net.conflist" "${extra[@]}")"
 }
-invoke_ipam() {
-    local impl=$1 verb=$2 cf=$3 id=$4 ns=$5 t0 t1
-    t0=$(now_us)
-    CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=/run/netns/$ns CNI_IFNAME=eth0 CNI_PATH="$WORK/$impl" \
-        "$WORK/$impl/host-local" < "$cf" > "$WORK/out.json" 2>&1 || { echo "bench: host-local $impl $verb failed: $(cat "$WORK/out.json")" >&2; exit 1; }
-    t1=$(now_us); echo $((t1-t0))
-}
-hostlocal "empty store" 0; E_ADD=$HL_ADD_A; E_DEL=$HL_DEL_A
-hostlocal "$STORE_SIZE reservations" "$STORE_SIZE"; F_ADD=$HL_ADD_A; F_DEL=$HL_DEL_A
-row "host-local ADD full/empty, cnibox" "$(ratio "$F_ADD" "$E_ADD")" - - -
-row "host-local DEL full/empty, cnibox" "$(ratio "$F_DEL" "$E_DEL")" - - -
 
-# ---- memory, size, syscalls ----
-rss() {  # IMPL -> KiB
-    local c cf="$WORK/bridge-$1.json" plugin=bridge; new_container; c=$CTR
-    CNI_COMMAND=ADD CNI_CONTAINERID=rss CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
-        /usr/bin/time -f %M -o "$WORK/rss" "$WORK/$1/$plugin" < "$cf" > /dev/null
-    CNI_COMMAND=DEL CNI_CONTAINERID=rss CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" "$WORK/$1/$plugin" < "$cf" > /dev/null
-    ip netns del "$c"; tail -1 "$WORK/rss"
-}
-ra=$(rss cnibox); rb=$(rss reference)
-row "peak RSS, one bridge ADD (KiB)" "$ra" "$rb" - "$(ratio "$ra" "$rb")"
-sa=$(stat -L -c %s "$BIN"); sb=0
-for p in bridge ptp macvlan host-local; do sb=$((sb + $(stat -L -c %s "$REF/$p"))); done
-row "binary size (KiB; reference = 4 binaries)" "$((sa/1024))" "$((sb/1024))" - "$(ratio "$sa" "$sb")"
+# ======================= the headline: what a node does per pod =======================
+if want headline; then
+    table "Per pod on a realistic node (ms; ratio = median of per-round cnibox/reference)" \
+        "ADD cnibox" "ADD ref" "ADD ratio" "DEL cnibox" "DEL ref" "DEL ratio" "cnibox column runs"
+    # rows: one line each (headline_plugin LABEL TEMPLATE | headline_list RUNTIME LABEL TEMPLATE)
+    headline_plugin "bridge+host-local, ipMasq" "$BRIDGE_MASQ"
+    headline_list podman "podman: bridge+portmap+firewall+tuning, -p (libcni)" "$PODMAN_CHAIN"
+    headline_list containerd "containerd: loopback + bridge+portmap (go-cni)" "$CONTAINERD_CHAIN"
+    tnote "Every plugin is a process per call, as runtimes run them. The cnibox column uses cnibox's" \
+        "applet for each plugin it has and the reference plugin otherwise (last column). libcni and" \
+        "go-cni rows time the library call inside a Go client (its own start-up excluded: podman" \
+        "and containerd are long-running)."
+fi
 
-syscalls() {  # IMPL -> "total netlink-sends"
-    local c cf="$WORK/bridge-$1.json"; new_container; c=$CTR
-    CNI_COMMAND=ADD CNI_CONTAINERID=st CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
-        strace -f -qq -o "$WORK/strace-$1" "$WORK/$1/bridge" < "$cf" > /dev/null
-    CNI_COMMAND=DEL CNI_CONTAINERID=st CNI_NETNS=/run/netns/$c CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" "$WORK/$1/bridge" < "$cf" > /dev/null
-    ip netns del "$c"
-    local total sends procs
-    total=$(grep -cv -e '+++ exited' -e '--- SIG' "$WORK/strace-$1")
-    sends=$(grep -cE '(sendto|sendmsg)\(' "$WORK/strace-$1" || true)
-    procs=$(cut -d' ' -f1 "$WORK/strace-$1" | sort -u | wc -l)
-    echo "$total $sends $procs"
-}
-read -r ta na pa < <(syscalls cnibox); read -r tb nb pb < <(syscalls reference)
-row "syscalls, one bridge ADD (all processes)" "$ta" "$tb" - "$(ratio "$ta" "$tb")"
-row "netlink requests (sendto/sendmsg)" "$na" "$nb" - "$(ratio "$na" "$nb")"
-row "processes/threads traced" "$pa" "$pb" - -
+# ======================= peers: netavark =======================
+if want peers; then
+    table "Peers: one container on a bridge network with masquerade (ms; ratios per round)" \
+        "cnibox" "reference" "netavark" "cnibox/ref" "cnibox/netavark"
+    if [ -n "${NETAVARK:-}" ]; then
+        a="$WORK/peer-cnibox.json"; b="$WORK/peer-reference.json"; nv="$WORK/peer-netavark.json"
+        instantiate "$BRIDGE_MASQ" > "$a"; instantiate "$BRIDGE_MASQ" > "$b"; instantiate "$NETAVARK_NET" > "$nv"
+        mkdir -p "$WORK/netavark"
+        say "peers: netavark"
+        compare peer "run_plugin cnibox $a" "run_plugin reference $b" "run_netavark $nv"
+        for verb in ADD DEL; do
+            trow "bridge+masquerade $verb (netavark: $([ $verb = ADD ] && echo setup || echo teardown))" \
+                "$(ms "${MED[peer,0,$verb]}")" "$(ms "${MED[peer,1,$verb]}")" "$(ms "${MED[peer,2,$verb]}")" \
+                "${RAT[peer,1,$verb]}" "${RAT[peer,2,$verb]}"
+        done
+        tnote "netavark $("$NETAVARK" --version | awk '{print $2}') with its default firewall driver (iptables), given the" \
+            "network JSON podman passes (static_ips: podman allocates addresses itself, so netavark" \
+            "does no IPAM while cnibox and the reference run host-local)."
+    else
+        trow "bridge+masquerade" - - n/a - -
+        tnote "netavark not run: $NETAVARK_MISSING"
+    fi
+fi
+
+# ======================= growth: one network filling up =======================
+if want growth; then
+    table "Growth: $GROWTH attachments on one network, bridge+host-local with ipMasq" "cnibox" "reference" "ratio"
+    # growth_series : GROWTH ADDs on each side alternately, then the DELs newest first; the
+    # figures are medians of the first and last GROWTH_EDGE calls of each series
+    growth_series() {
+        local a="$WORK/gr-cnibox.json" b="$WORK/gr-reference.json" i x
+        instantiate "$BRIDGE_MASQ" > "$a"; instantiate "$BRIDGE_MASQ" > "$b"
+        make_containers $(( 2 * GROWTH )); settle
+        : > gr_add_a; : > gr_add_b; : > gr_del_a; : > gr_del_b
+        for ((i = 0; i < GROWTH; i++)); do
+            if (( i % 2 )); then
+                x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
+                x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
+            else
+                x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
+                x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
+            fi
+        done
+        for ((i = GROWTH - 1; i >= 0; i--)); do
+            x=$(run_plugin cnibox "$a" DEL "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_del_a
+            x=$(run_plugin reference "$b" DEL "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_del_b
+        done
+        drop_containers
+    }
+    edge() { if [ "$1" = first ]; then head -n "$GROWTH_EDGE" "$2"; else tail -n "$GROWTH_EDGE" "$2"; fi | median; }
+    growth_rows() {  # VERB FILE-A FILE-B FIRST-LABEL LAST-LABEL
+        local f1a f1b l1a l1b
+        f1a=$(edge first "$2"); f1b=$(edge first "$3"); l1a=$(edge last "$2"); l1b=$(edge last "$3")
+        trow "$1, $4 (ms)" "$(ms "$f1a")" "$(ms "$f1b")" "$(ratio "$f1a" "$f1b")"
+        trow "$1, $5 (ms)" "$(ms "$l1a")" "$(ms "$l1b")" "$(ratio "$l1a" "$l1b")"
+        trow "$1 growth, $5 / $4" "$(ratio "$l1a" "$f1a")" "$(ratio "$l1b" "$f1b")" -
+    }
+    say "growth: $GROWTH attachments"
+    growth_series
+    growth_rows ADD gr_add_a gr_add_b "attachments 1-$GROWTH_EDGE" "attachments $((GROWTH - GROWTH_EDGE + 1))-$GROWTH"
+    # the DELs ran newest first: the first ones had GROWTH attachments on the network
+    tac gr_del_a > gr_del_a.oldest; tac gr_del_b > gr_del_b.oldest
+    growth_rows DEL gr_del_a.oldest gr_del_b.oldest "the last $GROWTH_EDGE (<=$GROWTH_EDGE left)" "the first $GROWTH_EDGE ($GROWTH attached)"
+
+    # parallel: GROWTH ADDs then DELs from WORKERS workers, one network per side
+    parallel_run() {  # IMPL -> PAR_ADD PAR_DEL (µs)
+        local impl=$1 cf="$WORK/par-$1.json" t0 t1
+        instantiate "$BRIDGE_MASQ" > "$cf"
+        make_containers "$GROWTH"; settle
+        printf '%s\n' "${CTRS[@]}" > "$WORK/par-ctrs"
+        one() { run_plugin "$1" "$2" "$3" "p$4" "$4" > /dev/null; }
+        export -f one run_plugin now_us die; export WORK
+        t0=$(now_us); xargs -P "$WORKERS" -I{} bash -c "one $impl $cf ADD {}" < "$WORK/par-ctrs"; t1=$(now_us); PAR_ADD=$((t1 - t0))
+        t0=$(now_us); xargs -P "$WORKERS" -I{} bash -c "one $impl $cf DEL {}" < "$WORK/par-ctrs"; t1=$(now_us); PAR_DEL=$((t1 - t0))
+        drop_containers
+    }
+    say "parallel: $GROWTH ADDs, $WORKERS workers"
+    parallel_run cnibox; pa_add=$PAR_ADD; pa_del=$PAR_DEL
+    parallel_run reference; pb_add=$PAR_ADD; pb_del=$PAR_DEL
+    trow "$GROWTH parallel ADDs, $WORKERS workers (s)" "$(secs "$pa_add")" "$(secs "$pb_add")" "$(ratio "$pa_add" "$pb_add")"
+    trow "$GROWTH parallel DELs, $WORKERS workers (s)" "$(secs "$pa_del")" "$(secs "$pb_del")" "$(ratio "$pa_del" "$pb_del")"
+fi
+
+# ======================= single plugins without masquerade, and the kernel floor =======================
+if want plugins; then
+    table "Single plugins without masquerade (ms; the floor: the same kernel work by ip -batch)" \
+        "cnibox" "reference" "kernel floor" "ratio"
+    ip link add mvmaster type veth peer name mvpeer
+    ip link set mvmaster up; ip link set mvpeer up
+    # floor KIND : the link, address and route work of one attachment done by one `ip -batch`
+    # process per namespace (two per container), no IPAM
+    floor() {
+        local kind=$1 i c t0 t1; : > fadd; : > fdel
+        ip link add cbfloor type bridge 2>/dev/null || true; ip link set cbfloor up
+        make_containers "$N"; settle
+        for ((i = 1; i <= N; i++)); do
+            c=${CTRS[i-1]}
+            t0=$(now_us)
+            case $kind in
+            bridge)
+                printf 'link add fl%s type veth peer name eth0 netns %s\nlink set fl%s master cbfloor up\n' "$i" "$c" "$i" | ip -batch -
+                printf 'addr add 10.77.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.77.0.1\n' "$((i+1))" | ip -n "$c" -batch - ;;
+            veth)
+                printf 'link add fl%s type veth peer name eth0 netns %s\nlink set fl%s up\naddr add 10.78.0.1/32 dev fl%s\nroute add 10.78.0.%s/32 dev fl%s scope host\n' "$i" "$c" "$i" "$i" "$((i+1))" "$i" | ip -batch -
+                printf 'addr add 10.78.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.78.0.1\n' "$((i+1))" | ip -n "$c" -batch - ;;
+            macvlan)
+                printf 'link add link mvmaster name fl%s netns %s type macvlan mode bridge\n' "$i" "$c" | ip -batch -
+                printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
+            esac
+            t1=$(now_us); echo $((t1 - t0)) >> fadd
+        done
+        for ((i = 1; i <= N; i++)); do
+            c=${CTRS[i-1]}
+            t0=$(now_us)
+            case $kind in
+            macvlan) ip -n "$c" link del eth0 ;;
+            *) ip link del "fl$i" ;;
+            esac
+            t1=$(now_us); echo $((t1 - t0)) >> fdel
+        done
+        drop_containers
+        FLOOR_ADD=$(median < fadd); FLOOR_DEL=$(median < fdel)
+    }
+    plain_row() {  # LABEL TEMPLATE FLOOR-KIND
+        local key="p$((++ROW_NO))" a="$WORK/p$ROW_NO-cnibox.json" b="$WORK/p$ROW_NO-reference.json"
+        instantiate "$2" > "$a"; instantiate "$2" > "$b"
+        say "$1"
+        floor "$3"
+        compare "$key" "run_plugin cnibox $a" "run_plugin reference $b"
+        trow "$1 ADD" "$(ms "${MED[$key,0,ADD]}")" "$(ms "${MED[$key,1,ADD]}")" "$(ms "$FLOOR_ADD")" "${RAT[$key,1,ADD]}"
+        trow "$1 DEL" "$(ms "${MED[$key,0,DEL]}")" "$(ms "${MED[$key,1,DEL]}")" "$(ms "$FLOOR_DEL")" "${RAT[$key,1,DEL]}"
+        [ "$3" = bridge ] && FLOOR_BRIDGE_ADD=$FLOOR_ADD
+        return 0
+    }
+    plain_row "bridge+host-local" "$BRIDGE" bridge
+    plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
+    plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+fi
+
+# ======================= masquerade: bridge and veth with ipMasq =======================
+if want ipmasq; then
+    source "$BENCH_DIR/ipmasq.sh"
+fi
+
+# ======================= where the time goes: one headline bridge ADD =======================
+if want breakdown; then
+    source "$BENCH_DIR/breakdown.sh"
+fi
+
+# ======================= host-local alone, as the store fills =======================
+if want host-local; then
+    source "$BENCH_DIR/host-local-rows.sh"
+fi
+
+# ======================= memory, size, syscalls =======================
+if want resources; then
+    table "Resources of one bridge+host-local ADD (no masquerade)" "cnibox" "reference" "ratio"
+    rss() {  # IMPL -> RSS_KIB
+        local cf="$WORK/rss-$1.json"; instantiate "$BRIDGE" > "$cf"; make_containers 1
+        CNI_COMMAND=ADD CNI_CONTAINERID=rss CNI_NETNS=/run/netns/${CTRS[0]} CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
+            /usr/bin/time -f %M -o "$WORK/rss" "$WORK/$1/bridge" < "$cf" > /dev/null
+        run_plugin "$1" "$cf" DEL rss "${CTRS[0]}" > /dev/null
+        ip netns del "${CTRS[0]}"; RSS_KIB=$(tail -1 "$WORK/rss")
+    }
+    rss cnibox; ra=$RSS_KIB; rss reference; rb=$RSS_KIB
+    trow "peak RSS, one bridge ADD (KiB)" "$ra" "$rb" "$(ratio "$ra" "$rb")"
+    sa=$(stat -L -c %s "$BIN"); sb=0
+    for p in bridge ptp macvlan host-local; do sb=$((sb + $(stat -L -c %s "$REF/$p"))); done
+    trow "binary size (KiB; reference = 4 binaries)" "$((sa / 1024))" "$((sb / 1024))" "$(ratio "$sa" "$sb")"
+    syscalls() {  # IMPL -> SC_TOTAL SC_SENDS SC_PROCS
+        local cf="$WORK/st-$1.json"; instantiate "$BRIDGE" > "$cf"; make_containers 1
+        CNI_COMMAND=ADD CNI_CONTAINERID=st CNI_NETNS=/run/netns/${CTRS[0]} CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \
+            strace -f -qq -o "$WORK/strace-$1" "$WORK/$1/bridge" < "$cf" > /dev/null
+        run_plugin "$1" "$cf" DEL st "${CTRS[0]}" > /dev/null
+        ip netns del "${CTRS[0]}"
+        SC_TOTAL=$(grep -cv -e '+++ exited' -e '--- SIG' "$WORK/strace-$1")
+        SC_SENDS=$(grep -cE '(sendto|sendmsg)\(' "$WORK/strace-$1" || true)
+        SC_PROCS=$(cut -d' ' -f1 "$WORK/strace-$1" | sort -u | wc -l)
+    }
+    syscalls cnibox; ta=$SC_TOTAL na=$SC_SENDS pa=$SC_PROCS
+    syscalls reference; tb=$SC_TOTAL nb=$SC_SENDS pb=$SC_PROCS
+    trow "syscalls, one bridge ADD (all processes)" "$ta" "$tb" "$(ratio "$ta" "$tb")"
+    trow "netlink requests (sendto/sendmsg)" "$na" "$nb" "$(ratio "$na" "$nb")"
+    trow "processes/threads traced" "$pa" "$pb" -
+fi
 
 echo
-echo "cnibox bench: N=$N runs per figure (median), $(nproc) cores, kernel $(uname -r), $(date -u +%Y-%m-%d)"
-printf '| %-44s | %12s | %12s | %12s | %10s |\n' "figure" "cnibox" "reference" "kernel floor" "ratio"
-printf '|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..14})" "$(printf -- '-%.0s' {1..12})"
-printf '%s\n' "${ROWS[@]}"
+echo "cnibox bench: N=$N rounds per figure (median), GROWTH=$GROWTH, WORKERS=$WORKERS, STORE_SIZE=$STORE_SIZE;" \
+    "$(nproc) cores, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(now_us) / 1000000 - BENCH_START )) s"
 echo
-echo "ratio = median of per-pair cnibox/reference ratios (sizes and counts: plain ratio)."
+print_tables

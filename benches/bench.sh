@@ -1,38 +1,64 @@
 #!/usr/bin/env bash
-# make bench: cnibox against Debian's Go reference plugins (/usr/lib/cni) and the kernel
-# floor (the same link/address/route work done by one `ip -batch` process per namespace),
-# all inside a private host namespace. Prints one table; every figure is a median, and
-# each cnibox/reference ratio is computed pair by pair within this run.
+# make bench: cnibox against Debian's Go reference plugins (/usr/lib/cni), netavark and the
+# kernel floor, all inside a private host namespace with fresh container namespaces. Prints
+# the tables of docs/benchmarks.md; every figure is a median, and each ratio is computed
+# round by round within this run (absolute times on a shared VM are not comparable across runs).
 #
-# usage: sudo benches/bench.sh [path/to/cnibox]     (env: N=runs per figure, THROUGHPUT=containers)
+# usage: sudo benches/bench.sh [path/to/cnibox]
+# knobs (env): N rounds per figure (15), GROWTH attachments on one network (250), GROWTH_EDGE
+# calls averaged at each end of the growth series (10), WORKERS parallel workers (10),
+# STORE_SIZE host-local reservations (60000), SETTLE seconds after deleting namespaces (1)
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
 REF=/usr/lib/cni
 N=${N:-15}
-THROUGHPUT=${THROUGHPUT:-200}
+GROWTH=${GROWTH:-250}
+GROWTH_EDGE=${GROWTH_EDGE:-10}
 WORKERS=${WORKERS:-10}
 STORE_SIZE=${STORE_SIZE:-60000}
-HERE=$(cd "$(dirname "$0")" && pwd)
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+BENCH_START=$(date +%s)
+ROOT=$(cd "$BENCH_DIR/.." && pwd)
 
 [ "$(id -u)" = 0 ] || { echo "bench: run as root" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "bench: no binary at $BIN (run make first)" >&2; exit 1; }
 [ -x "$REF/bridge" ] || { echo "bench: the reference plugins are missing: run 'sudo make test-deps'" >&2; exit 1; }
+(( GROWTH_EDGE <= GROWTH )) || { echo "bench: GROWTH_EDGE must not exceed GROWTH" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/cnibox-bench.XXXXXX)
 HOSTNS=cbbench$$
 cleanup() {
-    # container namespaces first, then the host namespace that holds every bridge and veth
+    # container namespaces first, then the host namespace that holds every bridge, veth and rule
     for ns in $(ip netns list | awk '{print $1}' | grep "^${HOSTNS}" || true); do ip netns del "$ns" 2>/dev/null || true; done
-    rm -rf "$WORK"
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 ip netns add "$HOSTNS"
 
+# Two plugin dirs: the reference's plugins, and "cnibox": cnibox's applet under each name it
+# has, the reference plugin under every other name (the table says which ran).
 mkdir -p "$WORK/cnibox" "$WORK/reference"
-for a in $("$BIN" --list); do ln -s "$BIN" "$WORK/cnibox/$a"; done
-for p in bridge ptp macvlan host-local; do ln -s "$REF/$p" "$WORK/reference/$p"; done
+for p in "$REF"/*; do ln -s "$p" "$WORK/reference/${p##*/}"; ln -s "$p" "$WORK/cnibox/${p##*/}"; done
 ln -s "$REF/ptp" "$WORK/reference/veth"
+for a in $("$BIN" --list); do ln -sfn "$BIN" "$WORK/cnibox/$a"; done
 
-export BIN REF N THROUGHPUT WORKERS STORE_SIZE WORK HOSTNS
-ip netns exec "$HOSTNS" bash "$HERE/bench-inner.sh"
+# The runtimes' client libraries, built offline from Debian's Go sources
+build_go() {  # NAME SOURCE PACKAGE-DIR DEBIAN-PACKAGE
+    if ! command -v go > /dev/null; then echo "Go is not installed (golang-go)" > "$WORK/$1.missing"; return; fi
+    if [ ! -d "/usr/share/gocode/src/$3" ]; then echo "$4 is not installed" > "$WORK/$1.missing"; return; fi
+    GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS='' GOCACHE="$WORK/go-cache" \
+        go build -o "$WORK/$1" "$2" 2> "$WORK/$1.missing" || { sed -i '1s/^/go build failed: /' "$WORK/$1.missing"; rm -f "$WORK/$1"; }
+}
+build_go libcni_tool "$ROOT/tests/interop/libcni_tool.go" github.com/containernetworking/cni/libcni golang-github-appc-cni-dev
+build_go gocni_tool "$BENCH_DIR/clients/gocni_tool.go" github.com/containerd/go-cni golang-github-containerd-go-cni-dev
+
+# netavark: Debian installs it for podman under /usr/lib/podman
+NETAVARK=""
+NETAVARK_MISSING="not installed (apt-get install netavark)"
+for nv in /usr/lib/podman/netavark /usr/libexec/podman/netavark "$(command -v netavark || true)"; do
+    if [ -x "$nv" ]; then NETAVARK=$nv; NETAVARK_MISSING=""; break; fi
+done
+
+export BIN REF N GROWTH GROWTH_EDGE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
+ip netns exec "$HOSTNS" bash "$BENCH_DIR/bench-inner.sh"

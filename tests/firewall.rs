@@ -168,6 +168,14 @@ fn forward_drop_is_overridden_for_the_container_after_add_and_again_after_del() 
         "a new inbound connection was let through"
     );
     fw(&lab.env, "CHECK", "ctr1", &conf).success();
+    // CNI-ADMIN comes first in CNI-FORWARD: the administrator's drop wins
+    let ip = format!("{}/32", addr_of(&r, false));
+    lab.env
+        .host
+        .exec(&["iptables", "-w", "-A", "CNI-ADMIN", "-s", &ip, "-j", "DROP"]);
+    assert!(!ctr.ping(OUTSIDE4), "a CNI-ADMIN drop did not override the accept");
+    lab.env.host.exec(&["iptables", "-w", "-F", "CNI-ADMIN"]);
+    assert!(ctr.ping(OUTSIDE4));
 
     fw(&lab.env, "DEL", "ctr1", &conf).success();
     assert!(!ctr.ping(OUTSIDE4), "IPv4 still forwarded after DEL");
@@ -593,6 +601,8 @@ fn processes_only_where_something_is_read_or_changed() {
     }
     let env = TestEnv::new();
     let conf = fw_conf("1.0.0", json!({}), &prev("1.0.0"));
+    // nothing was ever set up: DEL finds that out without a process
+    assert!(execs(&env, "DEL", &conf).is_empty());
     let first = execs(&env, "ADD", &conf);
     assert_eq!(
         first,
@@ -679,13 +689,18 @@ fn del_matrix() {
         Cell::CorruptCache,
     ];
     let mut n = 0;
-    for version in ["0.4.0", "1.0.0", "1.1.0"] {
-        for policy in ["open", "same-bridge"] {
+    let combos = ["0.4.0", "1.0.0", "1.1.0"]
+        .into_iter()
+        .flat_map(|v| ["open", "same-bridge"].into_iter().map(move |p| (v, p)))
+        .flat_map(|(v, p)| ["iptables", "nftables"].into_iter().map(move |b| (v, p, b)));
+    for (version, policy, backend) in combos {
+        {
             for cell in cells {
                 n += 1;
                 let id = format!("dm{n}");
-                let what = format!("{version} {policy} {cell:?}");
-                let extra = json!({ "ingressPolicy": policy });
+                let what = format!("{version} {policy} {backend} {cell:?}");
+                let extra = json!({ "ingressPolicy": policy, "backend": backend });
+                let nft = backend == "nftables";
                 let c = fw_conf(version, extra.clone(), &prev(version));
                 // the per-bridge isolation rules stay on DEL (other containers may use the bridge)
                 let now = || {
@@ -709,7 +724,8 @@ fn del_matrix() {
                         let ns = lab.env.container();
                         let added = cnitool(&lab, &conf_dir, "add", &id, &ns);
                         assert!(added.ok(), "{what}: {added:?}");
-                        assert!(ns.ping(OUTSIDE4), "{what}: the chain's ADD did not open the firewall");
+                        // (an nftables accept cannot open iptables' DROP policy: see above)
+                        assert_eq!(ns.ping(OUTSIDE4), !nft, "{what}: traffic after the chain's ADD");
                         let cached = lab.env.cache_dir.join("results").join(format!("{NET}-{id}-eth0"));
                         let corrupt = matches!(cell, Cell::CorruptCache);
                         if corrupt {
@@ -718,7 +734,14 @@ fn del_matrix() {
                         }
                         let out = cnitool(&lab, &conf_dir, "del", &id, &ns);
                         assert!(out.ok(), "{what}: {out:?}");
-                        if corrupt {
+                        if corrupt && nft {
+                            // the rules carry the attachment: found without prevResult
+                            assert!(
+                                accepts(&lab.env.host).is_empty(),
+                                "{what}: {:?}",
+                                accepts(&lab.env.host)
+                            );
+                        } else if corrupt {
                             // without prevResult no rule can be found: the reference's layout
                             // names addresses only. What stays is exactly that address's pair.
                             let ip = addr_of(&added.json(), false);
@@ -729,6 +752,7 @@ fn del_matrix() {
                             del(ns.path_str(), &prev);
                         }
                         assert_eq!(now(), baseline, "{what}: rules left behind");
+                        assert!(accepts(&lab.env.host).is_empty(), "{what}: nftables rules left behind");
                         continue;
                     }
                     _ => {}
@@ -759,6 +783,7 @@ fn del_matrix() {
                     Cell::ThroughCnitool | Cell::CorruptCache => unreachable!(),
                 }
                 assert_eq!(now(), baseline, "{what}: rules left behind");
+                assert!(accepts(&lab.env.host).is_empty(), "{what}: nftables rules left behind");
             }
         }
     }
@@ -813,4 +838,228 @@ fn iptables_is_found_without_sbin_on_path() {
     assert!(!filter_state(&env.host, "iptables-save")
         .iter()
         .any(|l| l.contains("10.88.0.2")));
+}
+
+// ---------------------------------------------------------------------------------------
+// The nftables backend.
+
+fn nft_table(host: &Netns) -> String {
+    host.command("nft")
+        .args(["list", "table", "inet", "cni_plugins_firewall"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+fn accepts(host: &Netns) -> Vec<String> {
+    let t = nft_table(host);
+    let Some(start) = t.find("chain accepts {") else {
+        return vec![];
+    };
+    t[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().starts_with('}'))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// A Docker-style host: the nftables backend's accepts cannot override iptables' DROP
+/// policy (another table's base chain on the same hook); ADD says so and traffic stays
+/// dropped. The documented limit, proven.
+#[test]
+fn nftables_accepts_cannot_override_a_drop_policy_of_another_table() {
+    let lab = Lab::new("DROP");
+    let (ctr, r) = lab.container("ctr1", NET, "fwbr0", 1);
+    let conf = fw_conf("1.0.0", json!({"backend": "nftables"}), &r);
+    let out = fw(&lab.env, "ADD", "ctr1", &conf);
+    assert_eq!(out.success(), r);
+    assert!(
+        out.stderr
+            .contains("ip filter FORWARD drops forwarded packets by policy"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("ip6 filter FORWARD"), "{out:?}");
+    assert_eq!(accepts(&lab.env.host).len(), 4, "{}", nft_table(&lab.env.host));
+    assert!(
+        !ctr.ping(OUTSIDE4),
+        "an accept in inet cni_plugins_firewall overrode ip filter's DROP"
+    );
+    // iptables-nft still reads its own tables next to ours
+    assert!(filter_state(&lab.env.host, "iptables-save").contains(&":FORWARD DROP".to_string()));
+    fw(&lab.env, "DEL", "ctr1", &conf).success();
+    assert!(accepts(&lab.env.host).is_empty());
+}
+
+/// A host whose default-drop forward filter is the firewall table's own `forward` policy:
+/// the container's traffic flows after ADD and stops after DEL; later ADDs keep the policy.
+#[test]
+fn nftables_backend_opens_its_own_tables_drop_policy_after_add_and_closes_it_after_del() {
+    let lab = Lab::new("ACCEPT");
+    lab.env.host.exec(&["nft", "add table inet cni_plugins_firewall"]);
+    lab.env.host.exec(&[
+        "nft",
+        "add chain inet cni_plugins_firewall forward { type filter hook forward priority filter ; policy drop ; }",
+    ]);
+    let (ctr, r) = lab.container("ctr1", NET, "fwbr0", 1);
+    let (other, ro) = lab.container("ctr2", NET, "fwbr0", 1);
+    assert!(!ctr.ping(OUTSIDE4), "forwarded before ADD");
+    let conf = fw_conf("1.0.0", json!({"backend": "nftables"}), &r);
+    let out = fw(&lab.env, "ADD", "ctr1", &conf);
+    assert_eq!(out.success(), r);
+    assert!(!out.stderr.contains("warning"), "{out:?}");
+    assert!(
+        nft_table(&lab.env.host).contains("policy drop"),
+        "ADD reset the administrator's policy"
+    );
+    assert!(ctr.ping(OUTSIDE4), "IPv4 dropped after ADD");
+    assert!(ctr.ping(OUTSIDE6), "IPv6 dropped after ADD");
+    assert!(!other.ping(OUTSIDE4), "ADD of ctr1 opened ctr2");
+    assert!(
+        !lab.outside.ping(&addr_of(&r, false)),
+        "a new inbound connection was let through"
+    );
+    fw(&lab.env, "CHECK", "ctr1", &conf).success();
+    let conf2 = fw_conf("1.0.0", json!({"backend": "nftables"}), &ro);
+    fw(&lab.env, "ADD", "ctr2", &conf2).success();
+    assert!(other.ping(OUTSIDE4));
+    // the admin chain comes first: a drop there wins over the plugin's accepts
+    let ip2 = addr_of(&ro, false);
+    lab.env.host.exec(&[
+        "nft",
+        &format!("add rule inet cni_plugins_firewall admin ip saddr {ip2} drop"),
+    ]);
+    assert!(!other.ping(OUTSIDE4), "an admin drop did not override the accept");
+    fw(&lab.env, "ADD", "ctr2", &conf2).success();
+    assert!(!other.ping(OUTSIDE4), "ADD removed the admin's rule");
+    lab.env
+        .host
+        .exec(&["nft", "flush chain inet cni_plugins_firewall admin"]);
+    assert!(other.ping(OUTSIDE4));
+    // DEL needs neither netns nor prevResult: the rules carry the attachment
+    fw(
+        &lab.env,
+        "DEL",
+        "ctr1",
+        &fw_conf("1.0.0", json!({"backend": "nftables"}), &Value::Null),
+    )
+    .success();
+    assert!(!ctr.ping(OUTSIDE4), "IPv4 still forwarded after DEL");
+    assert!(!ctr.ping(OUTSIDE6), "IPv6 still forwarded after DEL");
+    assert!(other.ping(OUTSIDE4), "ctr1's DEL closed ctr2");
+    let msg = fw(&lab.env, "CHECK", "ctr1", &conf).failure(999);
+    assert!(msg.contains("accept rules of") && msg.contains("found 0"), "{msg}");
+    fw(&lab.env, "DEL", "ctr1", &conf).success();
+    assert!(nft_table(&lab.env.host).contains("policy drop"));
+}
+
+/// The layout, rule for rule as `nft` prints it; idempotent ADD; nft deletes what netlink
+/// made and CHECK notices.
+#[test]
+fn nftables_layout_rule_for_rule() {
+    let env = TestEnv::new();
+    let mut p = prev("1.0.0");
+    p["interfaces"][0]["name"] = json!("cni0");
+    let conf = fw_conf("1.0.0", json!({"backend": "nftables", "ingressPolicy": "isolated"}), &p);
+    let out = env
+        .call("firewall")
+        .exec("ADD", "ctrA", "/run/netns/gone", "eth0", &conf);
+    out.success();
+    let once = nft_table(&env.host);
+    env.call("firewall")
+        .exec("ADD", "ctrA", "/run/netns/gone", "eth0", &conf)
+        .success();
+    assert_eq!(nft_table(&env.host), once, "a second ADD changed the table");
+    let want = [
+        "chain forward {",
+        "type filter hook forward priority filter; policy accept;",
+        "jump isolation_stage_1",
+        "jump admin",
+        "jump accepts",
+        "ip daddr 10.88.0.2 ct state established,related accept comment \"",
+        "ip saddr 10.88.0.2 accept comment \"",
+        "ip6 daddr fd00::2 ct state established,related accept comment \"",
+        "ip6 saddr fd00::2 accept comment \"",
+        "iifname \"cni0\" oifname \"cni0\" drop comment \"bridge cni0 (ingressPolicy: isolated)\"",
+        "iifname \"cni0\" oifname != \"cni0\" jump isolation_stage_2 comment \"bridge cni0\"",
+        "oifname \"cni0\" drop comment \"bridge cni0\"",
+    ];
+    for w in want {
+        assert!(once.contains(w), "missing {w:?} in\n{once}");
+    }
+    assert!(
+        accepts(&env.host)
+            .iter()
+            .all(|l| l.ends_with(", net: fwnet, if: eth0, id: ctrA\"")),
+        "{once}"
+    );
+    // nft itself can delete what netlink made
+    env.host.exec(&["nft", "flush chain inet cni_plugins_firewall accepts"]);
+    let msg = env
+        .call("firewall")
+        .exec("CHECK", "ctrA", "/run/netns/gone", "eth0", &conf)
+        .failure(999);
+    assert!(msg.starts_with("expected 4 accept rules of"), "{msg}");
+}
+
+#[test]
+fn nftables_gc_removes_accepts_of_gone_attachments_only() {
+    let env = TestEnv::new();
+    let mut second = prev("1.1.0");
+    second["ips"][0]["address"] = json!("10.88.0.3/24");
+    second["ips"][1]["address"] = json!("fd00::3/64");
+    let nft = json!({"backend": "nftables"});
+    fw(&env, "ADD", "keep", &fw_conf("1.1.0", nft.clone(), &prev("1.1.0"))).success();
+    fw(&env, "ADD", "gone", &fw_conf("1.1.0", nft.clone(), &second)).success();
+    // another network's rules are not this GC's business
+    let mut other = fw_conf("1.1.0", nft.clone(), &second);
+    other["name"] = json!("othernet");
+    fw(&env, "ADD", "x", &other).success();
+    assert_eq!(accepts(&env.host).len(), 12);
+    let mut gc = fw_conf("1.1.0", nft.clone(), &Value::Null);
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "eth0"}]);
+    env.call("firewall").command("GC").config(&gc).run().success();
+    let left = accepts(&env.host);
+    assert_eq!(left.len(), 8, "{left:?}");
+    assert!(
+        left.iter()
+            .all(|l| l.contains("id: keep") || l.contains("net: othernet")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn nftables_backend_starts_no_process() {
+    let env = TestEnv::new();
+    let conf = fw_conf(
+        "1.0.0",
+        json!({"backend": "nftables", "ingressPolicy": "same-bridge"}),
+        &prev("1.0.0"),
+    );
+    for verb in ["ADD", "ADD", "CHECK", "DEL", "DEL"] {
+        assert!(execs(&env, verb, &conf).is_empty(), "{verb} started a process");
+    }
+}
+
+/// The reference's same-bridge integration test, with the nftables backend.
+#[test]
+fn nftables_same_bridge_policy_keeps_other_bridges_out() {
+    let lab = Lab::new("ACCEPT");
+    let (foo0, r0) = lab.container("foo0", "foo", "fwfoo", 3);
+    let (foo1, r1) = lab.container("foo1", "foo", "fwfoo", 3);
+    let (bar0, r2) = lab.container("bar0", "bar", "fwbar", 4);
+    for (id, r) in [("foo0", &r0), ("foo1", &r1), ("bar0", &r2)] {
+        let mut c = fw_conf(
+            "1.0.0",
+            json!({"backend": "nftables", "ingressPolicy": "same-bridge"}),
+            r,
+        );
+        c["name"] = r["interfaces"][0]["name"].clone();
+        fw(&lab.env, "ADD", id, &c).success();
+        fw(&lab.env, "CHECK", id, &c).success();
+    }
+    assert!(foo0.ping(&addr_of(&r1, false)), "foo0 cannot reach foo1");
+    assert!(!foo0.ping(&addr_of(&r2, false)), "foo0 reached bar0");
+    assert!(!bar0.ping(&addr_of(&r1, true)), "bar0 reached foo1 over IPv6");
+    assert!(foo1.ping(OUTSIDE4), "leaving the bridge is allowed");
 }

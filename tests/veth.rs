@@ -3,6 +3,10 @@
 mod common;
 mod plugin_state;
 
+use common::routes::{
+    default_route, make_network, multipath_check_case, tables_after_two_adds, two_networks_case, without_dad,
+    DIFFERENTIAL_VERSIONS,
+};
 use common::{Netns, TestEnv, ALL_VERSIONS};
 use plugin_state::*;
 use serde_json::{json, Value};
@@ -819,5 +823,65 @@ fn ipam_results_without_gateway_or_addresses_are_released() {
         assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n", "{want}");
         assert!(!ns.has_link("eth0"));
         assert!(host_veths(&env).is_empty());
+    }
+}
+
+/// Network `n` (0 or 1) of one family for the tests of a container on two networks: its
+/// own name and subnet, IPAM `routes`, no masquerade.
+fn network_conf(env: &TestEnv, version: &str, n: usize, v6: bool, routes: Value) -> Value {
+    let mut c = conf(env, version, json!({"ipMasq": false}));
+    make_network(&mut c, n, v6, routes);
+    c
+}
+
+/// Two veth networks whose IPAM both carry the default route: the second ADD succeeds and
+/// the container has a default route via each gateway (see `two_networks_case`).
+#[test]
+fn a_container_on_two_networks_gets_a_default_route_from_each() {
+    for v in ALL_VERSIONS {
+        for v6 in [false, true] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            two_networks_case(&|| env.call("ptp"), &ctr, v, v6, &|n| {
+                network_conf(&env, v, n, v6, default_route(n, v6))
+            });
+            assert_clean(&env, Some(&ctr), v);
+        }
+    }
+}
+
+#[test]
+fn check_passes_after_the_default_route_became_multipath() {
+    for v in ALL_VERSIONS.iter().filter(|v| at_least(v, "0.4.0")) {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = network_conf(&env, v, 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
+        multipath_check_case(&|| env.call("ptp"), &ctr, &c);
+    }
+}
+
+/// Both implementations succeed on the second network and leave the same routing tables.
+#[test]
+fn differential_two_networks_with_default_routes_match_the_reference() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    for v in DIFFERENTIAL_VERSIONS.iter().copied() {
+        for v6 in [false, true] {
+            let tables = [true, false].map(|ours| {
+                let env = TestEnv::new();
+                let ctr = env.container();
+                without_dad(&ctr);
+                let call = || {
+                    if ours {
+                        env.call("ptp")
+                    } else {
+                        env.reference("ptp").expect("checked above")
+                    }
+                };
+                tables_after_two_adds(&call, &ctr, v6, &|n| network_conf(&env, v, n, v6, default_route(n, v6)))
+            });
+            assert_eq!(tables[0], tables[1], "{v} v6={v6}: cnibox, then the reference");
+        }
     }
 }

@@ -5,13 +5,9 @@
 //! When the plugin found is this very binary, the applet runs in-process instead of being
 //! exec'd; its result still goes through the config version's shape, so the caller sees
 //! exactly what an exec'd plugin would have printed.
-use super::error::code;
-use super::version::{go_list, go_quote};
+use super::invoke::{self, ExecError, Invocation};
 use super::{CniResult, Command, Error, Plugin, Request};
-use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
+use std::path::Path;
 
 /// How deep delegations may nest. A main plugin delegates to its IPAM plugin (depth 1),
 /// which does not delegate further; a config whose `ipam.type` names a plugin that itself
@@ -68,7 +64,7 @@ pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<Cn
             "delegating to {ipam_type:?}: delegations nested {depth} deep; the IPAM type names a plugin that delegates again (a loop)"
         )));
     }
-    let path = find_in_path(ipam_type, &req.path)?;
+    let path = invoke::find_in_path(ipam_type, &req.path).map_err(into_error)?;
     let this_binary = req
         .applets
         .filter(|_| crate::util::same_file(&path, Path::new("/proc/self/exe")));
@@ -98,36 +94,6 @@ pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<Cn
     CniResult::from_plugin_output(&value, &req.cni_version).map(Some)
 }
 
-/// libcni's `FindInPath`: the first regular file `<dir>/<plugin>` over `CNI_PATH`.
-pub fn find_in_path(plugin: &str, cni_path: &str) -> Result<PathBuf, Error> {
-    if plugin.is_empty() {
-        return Err(Error::internal("no plugin name provided"));
-    }
-    if plugin.contains('/') {
-        return Err(Error::internal(format!("invalid plugin name: {plugin}")));
-    }
-    // Go's filepath.SplitList: "" is no directories at all
-    let dirs: Vec<&str> = if cni_path.is_empty() {
-        Vec::new()
-    } else {
-        cni_path.split(':').collect()
-    };
-    if dirs.is_empty() {
-        return Err(Error::internal("no paths provided"));
-    }
-    for dir in dirs.iter().filter(|d| !d.is_empty()) {
-        let candidate = Path::new(dir).join(plugin);
-        if std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
-            return Ok(candidate);
-        }
-    }
-    Err(Error::internal(format!(
-        "failed to find plugin {} in path {}",
-        go_quote(plugin),
-        go_list(&dirs)
-    )))
-}
-
 fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Option<CniResult>, Error> {
     let mut sub = req.clone();
     sub.command = command;
@@ -146,176 +112,38 @@ fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Op
     }
 }
 
-/// How often "text file busy" is retried (a plugin binary being replaced), as libcni does.
-const BUSY_RETRIES: u32 = 5;
-
-/// Exec the delegate; its stdout on success, else the error libcni would report.
+/// Exec the delegate with the request's stdin and environment (only `CNI_COMMAND` set
+/// to `command`); its stdout on success.
 fn exec(path: &Path, req: &Request, command: Command, depth: u32) -> Result<Vec<u8>, Error> {
-    let mut stdin = stdin_file(&req.stdin).map_err(|e| {
-        Error::new(
-            code::IO_FAILURE,
-            format!("delegating to {}: buffering stdin: {e}", path.display()),
-        )
-    })?;
-    let mut attempt = 0;
-    let output = loop {
-        stdin
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| Error::new(code::IO_FAILURE, format!("delegating to {}: {e}", path.display())))?;
-        let child_stdin = stdin
-            .try_clone()
-            .map_err(|e| Error::new(code::IO_FAILURE, format!("delegating to {}: {e}", path.display())))?;
-        let spawned = std::process::Command::new(path)
-            .env("CNI_COMMAND", command.as_str())
-            .env("CNI_CONTAINERID", &req.container_id)
-            .env("CNI_NETNS", &req.netns)
-            .env("CNI_IFNAME", &req.ifname)
-            .env("CNI_ARGS", &req.args)
-            .env("CNI_PATH", &req.path)
-            .env(DEPTH_ENV, depth.to_string())
-            .stdin(Stdio::from(child_stdin))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output();
-        match spawned {
-            Ok(out) => break out,
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < BUSY_RETRIES => {
-                attempt += 1;
-                std::thread::sleep(Duration::from_secs(1));
-            }
-            Err(e) => {
-                return Err(Error::new(
-                    code::UNKNOWN,
-                    format!(
-                        "netplugin failed with no error message: fork/exec {}: {}",
-                        path.display(),
-                        super::error::go_errno_text(&e)
-                    ),
-                ))
-            }
-        }
+    let inv = Invocation {
+        command: command.as_str(),
+        container_id: req.container_id.clone(),
+        netns: req.netns.clone(),
+        ifname: req.ifname.clone(),
+        args: req.args.clone(),
+        path: req.path.clone(),
+        env: vec![(DEPTH_ENV, depth.to_string())],
     };
-    if output.status.success() {
-        forward_stderr(&output.stderr);
-        return Ok(output.stdout);
-    }
-    Err(plugin_error(&output.status, &output.stdout, &output.stderr))
+    invoke::exec(path, &req.stdin, &inv).map_err(into_error)
 }
 
-/// libcni's `pluginErr`: the delegate's error object passes through unchanged; without one,
-/// its stderr (or nothing) becomes the message, with code 0.
-fn plugin_error(status: &ExitStatus, stdout: &[u8], stderr: &[u8]) -> Error {
-    let status = exit_text(status);
-    if stdout.is_empty() {
-        if stderr.is_empty() {
-            return Error::new(
-                code::UNKNOWN,
-                format!("netplugin failed with no error message: {status}"),
-            );
-        }
-        return Error::new(
-            code::UNKNOWN,
-            format!(
-                "netplugin failed: {}: {status}",
-                go_quote(&String::from_utf8_lossy(stderr))
-            ),
-        );
+/// Delegation reports every failure as a CNI error: the plugin's own, or code 999.
+fn into_error(e: ExecError) -> Error {
+    match e {
+        ExecError::Plugin(e) => e,
+        ExecError::Find(m) | ExecError::BadResult(m) => Error::internal(m),
     }
-    forward_stderr(stderr);
-    match parse_error_object(stdout) {
-        Ok(e) => e,
-        Err(why) => Error::new(
-            code::UNKNOWN,
-            format!(
-                "netplugin failed but error parsing its diagnostic message {}: {why}",
-                go_quote(&String::from_utf8_lossy(stdout))
-            ),
-        ),
-    }
-}
-
-/// `{"code","msg","details"}`; other keys (`cniVersion`) are ignored, missing ones are zero.
-fn parse_error_object(stdout: &[u8]) -> Result<Error, String> {
-    let v: serde_json::Value = serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
-    let obj = match &v {
-        serde_json::Value::Object(m) => m.clone(),
-        serde_json::Value::Null => serde_json::Map::new(),
-        other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type types.Error",
-                super::json::kind(other)
-            ))
-        }
-    };
-    let code = match obj.get("code") {
-        None | Some(serde_json::Value::Null) => 0,
-        Some(c) => c
-            .as_u64()
-            .and_then(|c| u32::try_from(c).ok())
-            .ok_or_else(|| format!("json: cannot unmarshal {c} into Go struct field Error.code of type uint"))?,
-    };
-    let text = |key: &str| -> Result<String, String> {
-        match obj.get(key) {
-            None | Some(serde_json::Value::Null) => Ok(String::new()),
-            Some(serde_json::Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!(
-                "json: cannot unmarshal {} into Go struct field Error.{key} of type string",
-                super::json::kind(other)
-            )),
-        }
-    };
-    Ok(Error::new(code, text("msg")?).with_details(text("details")?))
-}
-
-/// Go's text for how a process ended (`exit status 3`, `signal: killed`).
-fn exit_text(status: &ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(c) = status.code() {
-        return format!("exit status {c}");
-    }
-    let Some(sig) = status.signal() else {
-        return "unknown exit status".to_string();
-    };
-    let name = match sig {
-        libc::SIGHUP => "hangup".to_string(),
-        libc::SIGINT => "interrupt".to_string(),
-        libc::SIGQUIT => "quit".to_string(),
-        libc::SIGILL => "illegal instruction".to_string(),
-        libc::SIGABRT => "aborted".to_string(),
-        libc::SIGBUS => "bus error".to_string(),
-        libc::SIGFPE => "floating point exception".to_string(),
-        libc::SIGKILL => "killed".to_string(),
-        libc::SIGSEGV => "segmentation fault".to_string(),
-        libc::SIGPIPE => "broken pipe".to_string(),
-        libc::SIGTERM => "terminated".to_string(),
-        n => format!("signal {n}"),
-    };
-    if status.core_dumped() {
-        format!("signal: {name} (core dumped)")
-    } else {
-        format!("signal: {name}")
-    }
-}
-
-/// The delegate's stderr is log output: hand it on to ours.
-fn forward_stderr(stderr: &[u8]) {
-    if !stderr.is_empty() {
-        let _ = std::io::stderr().write_all(stderr);
-    }
-}
-
-/// stdin for the child as an in-memory file: no pipe to feed, so no deadlock with a child
-/// that writes before it reads, and it can be rewound for a retry.
-fn stdin_file(data: &[u8]) -> std::io::Result<std::fs::File> {
-    let fd = nix::sys::memfd::memfd_create(c"cni-stdin", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)?;
-    let mut file = std::fs::File::from(fd);
-    file.write_all(data)?;
-    Ok(file)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
+
+    /// Finding as delegation reports it (code 999).
+    fn find_in_path(plugin: &str, cni_path: &str) -> Result<PathBuf, Error> {
+        invoke::find_in_path(plugin, cni_path).map_err(into_error)
+    }
     use crate::cni::result::IpConfig;
     use crate::cni::AppletLookup;
     use serde_json::{json, Value};

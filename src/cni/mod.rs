@@ -4,6 +4,7 @@ pub mod config;
 pub mod delegate;
 pub mod env;
 pub mod error;
+pub mod invoke;
 pub mod json;
 pub mod plugin;
 pub mod result;

@@ -87,19 +87,43 @@ pub struct Entry {
     pub owner: Owner,
 }
 
-fn hex(s: &str) -> String {
-    s.bytes().map(|b| format!("{b:02x}")).collect()
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn push_hex(out: &mut String, s: &str) {
+    for b in s.bytes() {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Decode hex into `out` (cleared first); false when it is not hex of UTF-8 text.
+fn unhex_into(s: &str, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    let b = s.as_bytes();
+    if b.len() % 2 != 0 {
+        return false;
+    }
+    for pair in b.chunks_exact(2) {
+        match (hex_digit(pair[0]), hex_digit(pair[1])) {
+            (Some(h), Some(l)) => out.push(h << 4 | l),
+            _ => return false,
+        }
+    }
+    std::str::from_utf8(out).is_ok()
 }
 
 fn unhex(s: &str) -> Option<String> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect();
-    String::from_utf8(bytes?).ok()
+    let mut out = vec![];
+    unhex_into(s, &mut out).then(|| String::from_utf8(out).ok()).flatten()
 }
 
 /// FNV-1a: stable across versions and processes (std's hasher is not).
@@ -112,41 +136,142 @@ fn bucket_name(id: &str) -> String {
     format!("b{:03x}", h % BUCKETS)
 }
 
-fn encode_bucket(entries: &[Entry]) -> String {
-    let mut s = format!("{HEADER}\n");
-    for e in entries {
-        let ifcol = match &e.owner.ifname {
-            Some(i) => format!("={}", hex(i)),
-            None => "-".to_string(),
-        };
-        s.push_str(&format!("{} {} {ifcol}\n", e.ip, hex(&e.owner.id)));
-    }
-    s
+fn is_bucket_name(name: &str) -> bool {
+    name.len() == 4 && name.starts_with('b') && name[1..].bytes().all(|c| HEX.contains(&c))
 }
 
+/// One bucket line, `<ip> <hex(id)> <=hex(ifname) | ->`.
+fn push_line(out: &mut String, e: &Entry) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "{} ", e.ip);
+    push_hex(out, &e.owner.id);
+    match &e.owner.ifname {
+        Some(i) => {
+            out.push_str(" =");
+            push_hex(out, i);
+        }
+        None => out.push_str(" -"),
+    }
+    out.push('\n');
+}
+
+/// A bucket line split into its columns and checked, without decoding the owner.
+struct Line<'a> {
+    ip: IpAddr,
+    id_hex: &'a str,
+    if_col: &'a str,
+}
+
+fn split_line<'a>(line: &'a str, scratch: &mut Vec<u8>) -> Option<Line<'a>> {
+    let mut f = line.split(' ');
+    let ip = f.next()?.parse().ok()?;
+    let id_hex = f.next()?;
+    let if_col = f.next()?;
+    if f.next().is_some() || !unhex_into(id_hex, scratch) {
+        return None;
+    }
+    if if_col != "-" && !unhex_into(if_col.strip_prefix('=')?, scratch) {
+        return None;
+    }
+    Some(Line { ip, id_hex, if_col })
+}
+
+impl Line<'_> {
+    fn entry(&self) -> Option<Entry> {
+        let ifname = match self.if_col {
+            "-" => None,
+            s => Some(unhex(s.strip_prefix('=')?)?),
+        };
+        Some(Entry {
+            ip: self.ip,
+            owner: Owner {
+                id: unhex(self.id_hex)?,
+                ifname,
+            },
+        })
+    }
+}
+
+/// One bucket as read for one container ID: that ID's entries decoded, the other IDs'
+/// lines kept as they are, to be written back unchanged. (A bucket holds ~1/256 of the
+/// store, ~240 entries at 60,000 reservations; decoding and re-encoding all of them on
+/// every call was most of a call's time there.)
+#[derive(Debug, Default)]
+pub struct Bucket {
+    /// The entries of the ID the bucket was read for.
+    pub mine: Vec<Entry>,
+    /// The other IDs' lines, each ending in a newline.
+    others: String,
+}
+
+impl Bucket {
+    /// Parse `text` for `id`; `None` when any line is malformed (the bucket is corrupt).
+    fn parse(text: &str, id: &str) -> Option<Bucket> {
+        let mut lines = text.lines();
+        if lines.next()? != HEADER {
+            return None;
+        }
+        let mut b = Bucket {
+            mine: vec![],
+            others: String::with_capacity(text.len()),
+        };
+        let (mut scratch, mut id_bytes) = (vec![], vec![]);
+        for line in lines {
+            let l = split_line(line, &mut scratch)?;
+            unhex_into(l.id_hex, &mut id_bytes);
+            if id_bytes == id.as_bytes() {
+                b.mine.push(l.entry()?);
+            } else {
+                b.others.push_str(line);
+                b.others.push('\n');
+            }
+        }
+        Some(b)
+    }
+
+    /// Forget any entry of `ip`, whoever it names (the address is being reserved anew).
+    pub fn forget_ip(&mut self, ip: IpAddr) {
+        self.mine.retain(|e| e.ip != ip);
+        let text = format!("{ip} ");
+        if self.others.lines().any(|l| l.starts_with(&text)) {
+            let kept: String = self
+                .others
+                .lines()
+                .filter(|l| !l.starts_with(&text))
+                .flat_map(|l| [l, "\n"])
+                .collect();
+            self.others = kept;
+        }
+    }
+
+    fn encode(&self) -> String {
+        let mut s = String::with_capacity(HEADER.len() + 1 + self.others.len() + 64 * self.mine.len());
+        s.push_str(HEADER);
+        s.push('\n');
+        s.push_str(&self.others);
+        for e in &self.mine {
+            push_line(&mut s, e);
+        }
+        s
+    }
+}
+
+fn encode_bucket(entries: &[Entry]) -> String {
+    Bucket {
+        mine: entries.to_vec(),
+        others: String::new(),
+    }
+    .encode()
+}
+
+/// Every entry of a bucket file, decoded (tests, diagnostics).
 fn decode_bucket(text: &str) -> Option<Vec<Entry>> {
     let mut lines = text.lines();
     if lines.next()? != HEADER {
         return None;
     }
-    let mut out = vec![];
-    for line in lines {
-        let mut f = line.split(' ');
-        let ip: IpAddr = f.next()?.parse().ok()?;
-        let id = unhex(f.next()?)?;
-        let ifname = match f.next()? {
-            "-" => None,
-            s => Some(unhex(s.strip_prefix('=')?)?),
-        };
-        if f.next().is_some() {
-            return None;
-        }
-        out.push(Entry {
-            ip,
-            owner: Owner { id, ifname },
-        });
-    }
-    Some(out)
+    let mut scratch = vec![];
+    lines.map(|line| split_line(line, &mut scratch)?.entry()).collect()
 }
 
 /// The `(dev, ino, mtime)` of the network directory that the index describes.
@@ -212,7 +337,8 @@ pub fn read_small(dir: &OwnedFd, name: &str, limit: u64) -> nix::Result<Vec<u8>>
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(Errno::EINVAL);
     }
-    let mut buf = vec![];
+    // sized from the start: a bucket is read in one call, without growing the buffer
+    let mut buf = Vec::with_capacity((st.st_size.max(0) as u64).min(limit) as usize + 1);
     f.take(limit)
         .read_to_end(&mut buf)
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
@@ -324,42 +450,48 @@ impl Index {
         overwrite(&self.dir, STAMP, now.encode().as_bytes()).map_err(|e| ierr("write", STAMP, e))
     }
 
-    /// The entries sharing `id`'s bucket (callers filter by owner). `None`: the bucket is corrupt.
-    pub fn bucket(&self, id: &str) -> Result<Option<Vec<Entry>>, IndexError> {
+    /// The bucket of `id`: its entries decoded, the rest kept for writing back. `None`: the
+    /// bucket is corrupt.
+    pub fn bucket(&self, id: &str) -> Result<Option<Bucket>, IndexError> {
         let name = bucket_name(id);
         match read_small(&self.dir, &name, 64 << 20) {
-            Ok(bytes) => Ok(std::str::from_utf8(&bytes).ok().and_then(decode_bucket)),
-            Err(Errno::ENOENT) => Ok(Some(vec![])),
+            Ok(bytes) => Ok(std::str::from_utf8(&bytes).ok().and_then(|t| Bucket::parse(t, id))),
+            Err(Errno::ENOENT) => Ok(Some(Bucket::default())),
             Err(e) => Err(ierr("read", &name, e)),
         }
     }
 
-    /// An empty bucket keeps its file (header only), ready for the next entry.
-    pub fn write_bucket(&self, id: &str, entries: &[Entry]) -> Result<(), IndexError> {
+    /// Write back the bucket of `id`. An empty bucket keeps its file (header only), ready
+    /// for the next entry.
+    pub fn write_bucket(&self, id: &str, bucket: &Bucket) -> Result<(), IndexError> {
         let name = bucket_name(id);
-        overwrite(&self.dir, &name, encode_bucket(entries).as_bytes()).map_err(|e| ierr("write", &name, e))
+        overwrite(&self.dir, &name, bucket.encode().as_bytes()).map_err(|e| ierr("write", &name, e))
     }
 
     /// Replace the whole index by `entries` (the stamp must already be withdrawn).
     pub fn replace_all(&self, entries: Vec<Entry>) -> Result<(), IndexError> {
+        let mut buckets: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+        for e in entries {
+            buckets.entry(bucket_name(&e.owner.id)).or_default().push(e);
+        }
+        // Existing bucket files are rewritten in place (emptied when no entry hashes there),
+        // not removed and created again: creating files is the dear part on ext4.
         for name in list_dir(&self.dir).map_err(|e| ierr("list", "", e))? {
-            match unlinkat(&self.dir, name.as_str(), UnlinkatFlags::NoRemoveDir) {
-                Ok(()) | Err(Errno::ENOENT) => {}
-                Err(e) => return Err(ierr("remove", &name, e)),
+            if name == STAMP || buckets.contains_key(&name) {
+                continue;
+            }
+            let emptied = is_bucket_name(&name) && overwrite(&self.dir, &name, encode_bucket(&[]).as_bytes()).is_ok();
+            if !emptied {
+                // not a bucket (or not a regular file): nothing of ours, remove it
+                match unlinkat(&self.dir, name.as_str(), UnlinkatFlags::NoRemoveDir) {
+                    Ok(()) | Err(Errno::ENOENT) => {}
+                    Err(e) => return Err(ierr("remove", &name, e)),
+                }
             }
         }
-        let mut buckets: BTreeMap<String, (String, Vec<Entry>)> = BTreeMap::new();
-        for e in entries {
-            let name = bucket_name(&e.owner.id);
-            buckets
-                .entry(name)
-                .or_insert_with(|| (e.owner.id.clone(), vec![]))
-                .1
-                .push(e);
-        }
-        for (_, (id, mut list)) in buckets {
+        for (name, mut list) in buckets {
             list.sort();
-            self.write_bucket(&id, &list)?;
+            overwrite(&self.dir, &name, encode_bucket(&list).as_bytes()).map_err(|e| ierr("write", &name, e))?;
         }
         Ok(())
     }
@@ -436,6 +568,63 @@ mod tests {
         assert_eq!(decode_bucket(&text), Some(entries));
         assert_eq!(decode_bucket("garbage"), None);
         assert_eq!(decode_bucket(&format!("{HEADER}\n10.1.2.3 zz -\n")), None);
+    }
+
+    fn entry(ip: &str, id: &str, ifname: Option<&str>) -> Entry {
+        Entry {
+            ip: ip.parse().unwrap(),
+            owner: Owner {
+                id: id.into(),
+                ifname: ifname.map(Into::into),
+            },
+        }
+    }
+
+    #[test]
+    fn a_bucket_decodes_only_its_id_and_keeps_the_rest_verbatim() {
+        let all = vec![
+            entry("10.1.2.3", "c1", Some("eth0")),
+            entry("10.1.2.4", "other", Some("eth0")),
+            entry("10.1.2.5", "c1", None),
+            entry("2001:db8::7", "c10", Some("net1")),
+        ];
+        let text = encode_bucket(&all);
+        let mut b = Bucket::parse(&text, "c1").unwrap();
+        assert_eq!(b.mine, vec![all[0].clone(), all[2].clone()]);
+        // written back unchanged apart from order: the same entries
+        let mut again = decode_bucket(&b.encode()).unwrap();
+        again.sort();
+        let mut want = all.clone();
+        want.sort();
+        assert_eq!(again, want);
+        // an address reserved anew forgets whoever the index said held it
+        b.forget_ip("10.1.2.4".parse().unwrap());
+        b.forget_ip("10.1.2.5".parse().unwrap());
+        let left = decode_bucket(&b.encode()).unwrap();
+        assert_eq!(left, vec![all[3].clone(), all[0].clone()]);
+        // "10.1.2.3" is a prefix of neither "10.1.2.30" nor the hex of another ID
+        let mut b = Bucket::parse(&encode_bucket(&[entry("10.1.2.30", "x", None)]), "c1").unwrap();
+        b.forget_ip("10.1.2.3".parse().unwrap());
+        assert_eq!(decode_bucket(&b.encode()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn any_malformed_line_makes_the_bucket_corrupt() {
+        let good = encode_bucket(&[entry("10.1.2.3", "c1", Some("eth0"))]);
+        for bad in [
+            "10.1.2.300 6331 =65746830\n",
+            "10.1.2.3 633 =65746830\n",
+            "10.1.2.3 6331 65746830\n",
+            "10.1.2.3 6331 =6574683\n",
+            "10.1.2.3 ff =65746830\n",
+            "10.1.2.3 6331 - extra\n",
+        ] {
+            let text = format!("{good}{bad}");
+            assert!(Bucket::parse(&text, "c1").is_none(), "{bad:?}");
+            assert!(Bucket::parse(&text, "someone-else").is_none(), "{bad:?}");
+            assert!(decode_bucket(&text).is_none(), "{bad:?}");
+        }
+        assert!(Bucket::parse("garbage", "c1").is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //!
 //! Nothing in the data dir is followed through a symlink: the network directory is opened
 //! with O_NOFOLLOW and every file below it is reached with `*at()` calls and O_NOFOLLOW.
-use super::index::{self, list_dir, read_small, Entry, Index, IndexError, Owner};
+use super::index::{self, list_dir, read_small, Bucket, Entry, Index, IndexError, Owner};
 use super::range::parse_ip;
 use nix::errno::Errno;
 use nix::fcntl::{openat, Flock, FlockArg, OFlag};
@@ -246,27 +246,23 @@ impl Store {
     /// Rewriting a file in place does not change the directory, so the stamp cannot see it.
     /// When an entry's file names a different owner (as when a file is turned into a legacy
     /// ID-only one by hand) the index is rebuilt before answering.
-    fn verified_bucket(&mut self, id: &str) -> Result<Vec<Entry>, StoreError> {
+    fn verified_bucket(&mut self, id: &str) -> Result<Bucket, StoreError> {
         let mut rebuilt = false;
         loop {
-            let bucket = match self.index.bucket(id)? {
+            let mut bucket = match self.index.bucket(id)? {
                 Some(b) => b,
                 None if !rebuilt => {
                     self.rebuild()?;
                     rebuilt = true;
                     continue;
                 }
-                None => vec![],
+                None => Bucket::default(),
             };
-            let mut out = Vec::with_capacity(bucket.len());
             let mut mismatch = false;
-            for e in bucket {
-                if e.owner.id != id {
-                    out.push(e);
-                    continue;
-                }
+            let mine = std::mem::take(&mut bucket.mine);
+            for e in mine {
                 match self.owner_of(e.ip) {
-                    Some(o) if o == e.owner => out.push(e),
+                    Some(o) if o == e.owner => bucket.mine.push(e),
                     Some(_) => mismatch = true,
                     None => {}
                 }
@@ -276,7 +272,7 @@ impl Store {
                 rebuilt = true;
                 continue;
             }
-            return Ok(out);
+            return Ok(bucket);
         }
     }
 
@@ -286,8 +282,9 @@ impl Store {
         let id = id.trim();
         Ok(self
             .verified_bucket(id)?
+            .mine
             .into_iter()
-            .filter(|e| e.owner.id == id && e.owner.ifname.as_deref().map_or(true, |i| i == ifname))
+            .filter(|e| e.owner.ifname.as_deref().map_or(true, |i| i == ifname))
             .map(|e| e.ip)
             .collect())
     }
@@ -358,8 +355,8 @@ impl Store {
 
     fn record_reservation(&mut self, owner: &Owner, ip: IpAddr, set: usize) -> Result<(), StoreError> {
         let mut bucket = self.verified_bucket(&owner.id)?;
-        bucket.retain(|e| e.ip != ip);
-        bucket.push(Entry {
+        bucket.forget_ip(ip);
+        bucket.mine.push(Entry {
             ip,
             owner: owner.clone(),
         });
@@ -378,7 +375,7 @@ impl Store {
     }
 
     /// Remove the given verified entries (files first, then the index).
-    fn remove(&mut self, id: &str, bucket: Vec<Entry>, gone: &[IpAddr]) -> Result<(), StoreError> {
+    fn remove(&mut self, id: &str, mut bucket: Bucket, gone: &[IpAddr]) -> Result<(), StoreError> {
         if gone.is_empty() {
             return Ok(());
         }
@@ -391,8 +388,8 @@ impl Store {
                 Err(e) => first_err = first_err.or(Some(self.err("remove", &name, e))),
             }
         }
-        let rest: Vec<Entry> = bucket.into_iter().filter(|e| !gone.contains(&e.ip)).collect();
-        self.index.write_bucket(id, &rest)?;
+        bucket.mine.retain(|e| !gone.contains(&e.ip));
+        self.index.write_bucket(id, &bucket)?;
         first_err.map_or(Ok(()), Err)
     }
 
@@ -402,14 +399,16 @@ impl Store {
         let id = id.trim();
         let bucket = self.verified_bucket(id)?;
         let mut gone: Vec<IpAddr> = bucket
+            .mine
             .iter()
-            .filter(|e| e.owner.id == id && e.owner.ifname.as_deref() == Some(ifname))
+            .filter(|e| e.owner.ifname.as_deref() == Some(ifname))
             .map(|e| e.ip)
             .collect();
         if gone.is_empty() {
             gone = bucket
+                .mine
                 .iter()
-                .filter(|e| e.owner.id == id && e.owner.ifname.is_none())
+                .filter(|e| e.owner.ifname.is_none())
                 .map(|e| e.ip)
                 .collect();
         }
@@ -422,8 +421,9 @@ impl Store {
         let id = id.trim();
         let bucket = self.verified_bucket(id)?;
         let gone: Vec<IpAddr> = bucket
+            .mine
             .iter()
-            .filter(|e| ips.contains(&e.ip) && e.owner.id == id && e.owner.ifname.as_deref() == Some(ifname))
+            .filter(|e| ips.contains(&e.ip) && e.owner.ifname.as_deref() == Some(ifname))
             .map(|e| e.ip)
             .collect();
         self.remove(id, bucket, &gone)

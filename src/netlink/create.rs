@@ -11,6 +11,7 @@ use neli::types::{Buffer, RtBuffer};
 
 use super::handle::{Handle, Op, Result};
 use super::link::Link;
+use super::names::random_veth_name;
 use super::transport::Transport;
 use super::types::{MacAddr, MacvlanMode};
 use super::wire::{self, attr, Nest};
@@ -29,6 +30,31 @@ pub struct VethSpec<'a> {
     pub peer_mac: Option<MacAddr>,
     /// Enslave the host end to this bridge index at creation.
     pub master: Option<u32>,
+}
+
+/// How many random host names [`Handle::create_veth_random_name`] tries (as the reference).
+pub const VETH_NAME_ATTEMPTS: usize = 10;
+
+/// Why [`Handle::create_veth_random_name`] created no pair.
+#[derive(Debug)]
+pub enum VethError {
+    /// The peer's (container-side) name is taken in its namespace.
+    PeerExists,
+    /// Every random host name tried was taken.
+    NoUniqueName { attempts: usize },
+    /// No random name: the kernel's random pool failed.
+    Random(std::io::Error),
+    /// Any other failure of the create request or of the lookup after it.
+    Netlink(super::Error),
+}
+
+/// The outcome of one veth create request.
+enum Created {
+    Link(Link),
+    /// The name in the handle's namespace is taken (the kernel's error).
+    HostExists(super::Error),
+    /// The peer's name is taken in the peer's namespace.
+    PeerExists,
 }
 
 /// A bridge.
@@ -124,6 +150,37 @@ impl<T: Transport> Handle<T> {
     /// If the kernel reports a clash and `name` is free here, the clash is the peer's name
     /// in its namespace: the error then names `peer <peer_name>`.
     pub fn create_veth(&self, spec: &VethSpec<'_>) -> Result<Link> {
+        match self.try_create_veth(spec)? {
+            Created::Link(link) => Ok(link),
+            Created::HostExists(e) => Err(e),
+            Created::PeerExists => {
+                let peer = format!("peer {}", spec.peer_name);
+                Err(super::Error::from_errno("create veth", &peer, libc::EEXIST, None))
+            }
+        }
+    }
+
+    /// Creates a veth pair whose end in this handle's namespace gets a random name
+    /// (`veth` + 8 hex digits, as the reference's); `spec.name` is ignored. A clash on that
+    /// name is retried with a fresh one, up to [`VETH_NAME_ATTEMPTS`] times; a clash on the
+    /// peer's name is [`VethError::PeerExists`] at once.
+    pub fn create_veth_random_name(&self, spec: &VethSpec<'_>) -> std::result::Result<Link, VethError> {
+        for _ in 0..VETH_NAME_ATTEMPTS {
+            let name = random_veth_name().map_err(VethError::Random)?;
+            let spec = VethSpec { name: &name, ..*spec };
+            match self.try_create_veth(&spec).map_err(VethError::Netlink)? {
+                Created::Link(link) => return Ok(link),
+                Created::HostExists(_) => continue,
+                Created::PeerExists => return Err(VethError::PeerExists),
+            }
+        }
+        Err(VethError::NoUniqueName {
+            attempts: VETH_NAME_ATTEMPTS,
+        })
+    }
+
+    /// One create request; a name clash comes back typed, telling whose name it was.
+    fn try_create_veth(&self, spec: &VethSpec<'_>) -> Result<Created> {
         let op = Op::new("create veth", spec.name);
         let mut peer = base_attrs(&op, spec.peer_name, spec.mtu, spec.peer_mac)?;
         if let Some(ns) = spec.peer_netns {
@@ -149,12 +206,13 @@ impl<T: Transport> Handle<T> {
             wire::NLM_F_CREATE | wire::NLM_F_EXCL,
             ifinfo(&op, a)?,
         ) {
-            Err(e) if e.is_exists() && self.link_by_name(spec.name)?.is_none() => {
-                let peer = format!("peer {}", spec.peer_name);
-                Err(super::Error::from_errno("create veth", &peer, libc::EEXIST, None))
-            }
+            // EEXIST names no side: the host name being free here means it was the peer's
+            Err(e) if e.is_exists() => match self.link_by_name(spec.name)? {
+                Some(_) => Ok(Created::HostExists(e)),
+                None => Ok(Created::PeerExists),
+            },
             Err(e) => Err(e),
-            Ok(()) => self.link(spec.name),
+            Ok(()) => self.link(spec.name).map(Created::Link),
         }
     }
 

@@ -66,6 +66,8 @@ pub enum OperState {
 }
 
 impl OperState {
+    /// Only the fake transport encodes oper states.
+    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn to_raw(self) -> u8 {
         match self {
             OperState::Unknown => 0,

@@ -41,12 +41,12 @@ pub use address::{
     AddrOptions, Address, IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_TENTATIVE,
 };
 pub use bridge_port::{PortFlags, PortVlan};
-pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethSpec};
+pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
-pub use route::{RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
+pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
 pub use types::{Family, MacAddr, MacParseError, MacvlanMode, Scope};
 

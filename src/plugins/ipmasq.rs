@@ -123,12 +123,12 @@ fn hash_hex(input: &str, len: usize) -> String {
     s
 }
 
-fn hash16(input: &str) -> String {
+pub fn hash16(input: &str) -> String {
     hash_hex(input, 16)
 }
 
 /// `<hash(network)>-<hash(ifname:cid)>`: the prefix of every nftables comment of an attachment.
-fn instance_hash(att: Attachment) -> String {
+pub fn instance_hash(att: Attachment) -> String {
     format!(
         "{}-{}",
         hash16(att.network),
@@ -136,7 +136,8 @@ fn instance_hash(att: Attachment) -> String {
     )
 }
 
-fn comment(att: Attachment) -> String {
+/// An attachment's nftables comment, the reference's format (also the firewall plugin's).
+pub fn comment(att: Attachment) -> String {
     let strip = |s: &str| s.replace('"', "");
     let mut c = format!(
         "{}, net: {}, if: {}, id: {}",

@@ -1,6 +1,8 @@
-//! The IPAM side of a plugin: delegate ADD and register its release for rollback.
+//! The L3 side of a plugin: IPAM delegation (ADD with its release registered for rollback,
+//! GC forwarding) and the masquerade attachment of a call.
+use super::ipmasq;
 use super::rollback::Rollback;
-use crate::cni::{delegate, CniResult, Error, Request};
+use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
 
 /// IPAM ADD; on any later failure of this ADD the rollback runs IPAM DEL.
 pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>) -> Result<CniResult, Error> {
@@ -14,4 +16,36 @@ pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>
         return Err(Error::internal("IPAM plugin returned missing IP config"));
     }
     Ok(result)
+}
+
+/// The attachment this call's masquerade rules belong to (network, interface, container).
+pub fn masq_attachment(req: &Request) -> ipmasq::Attachment<'_> {
+    ipmasq::Attachment {
+        network: &req.name,
+        ifname: &req.ifname,
+        container_id: &req.container_id,
+    }
+}
+
+/// GC: with `masquerade`, this network's masquerade rules of attachments not in
+/// `cni.dev/valid-attachments` go (without the list nothing can be judged stale); then the
+/// GC is forwarded to IPAM (the spec asks for it), whatever the first step gave. Both
+/// failures are reported, joined.
+pub fn gc(req: &Request, ipam_type: Option<&str>, masquerade: bool) -> Result<(), Error> {
+    let masq = match masquerade {
+        true => match cniconf::valid_attachments(&req.config)? {
+            Some(valid) => ipmasq::gc(&req.name, &valid).map_err(Error::from),
+            None => Ok(()),
+        },
+        false => Ok(()),
+    };
+    let ipam = match ipam_type {
+        Some(t) => delegate::gc(t, req),
+        None => Ok(()),
+    };
+    match (masq, ipam) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(m), Err(i)) => Err(Error::internal(format!("{}; {}", m.msg, i.msg))),
+    }
 }

@@ -7,7 +7,7 @@
 //! container namespace and the link is created there.
 use super::rollback::Rollback;
 use super::teardown::Teardown;
-use super::{container_link, iface, l3};
+use super::{check, container_link, iface, l3, netns_open};
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{Dns, Interface};
@@ -16,7 +16,6 @@ use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Family, Handle, Link, MacAddr, MacvlanMode, MacvlanSpec, TABLE_MAIN};
 use crate::netns::Netns;
 use crate::sysctl;
-use serde_json::Value;
 
 pub struct Macvlan;
 
@@ -80,10 +79,6 @@ fn requested_mac(req: &Request) -> Result<Option<MacAddr>, Error> {
     }
 }
 
-fn open_netns(path: &str) -> Result<Netns, Error> {
-    Netns::open(path).map_err(|e| Error::internal(format!("failed to open netns {path:?}: {e}")))
-}
-
 /// The master link in the namespace of `h`: as configured, else the interface of the
 /// first default route of the main table.
 fn resolve_master(h: &Handle, conf: &Conf) -> Result<Link, Error> {
@@ -125,7 +120,7 @@ struct Namespaces {
 
 impl Namespaces {
     fn open(req: &Request) -> Result<Namespaces, Error> {
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let cont = Handle::open(&ns)?;
         Ok(Namespaces { ns, host, cont })
@@ -208,7 +203,9 @@ impl Plugin for Macvlan {
     fn del(&self, req: &Request) -> Result<(), Error> {
         let ipam_type = cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf"))?;
         let mut teardown = Teardown::new("macvlan");
-        teardown.step(container_link::delete(&req.netns, &req.ifname, "macvlan"));
+        // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
+        // back the MAC from before its ADD (prevResult reports tuning's).
+        teardown.step(container_link::delete(req, None, "macvlan"));
         // Released after the link is gone, so an address is never free while configured.
         if let Some(t) = &ipam_type {
             teardown.step(delegate::del(t, req));
@@ -225,24 +222,10 @@ impl Plugin for Macvlan {
         if let Some(t) = &conf.ipam_type {
             delegate::check(t, req)?;
         }
-        let prev = match req.config.get("prevResult") {
-            None | Some(Value::Null) => return Err(Error::internal("Required prevResult missing")),
-            Some(_) => cniconf::prev_result(req)?.expect("present"),
-        };
-        let intf = prev
-            .interfaces
-            .iter()
-            .find(|i| i.name == req.ifname && i.sandbox.as_deref() == Some(req.netns.as_str()))
-            .cloned()
-            .unwrap_or_default();
-        let sandbox = intf.sandbox.clone().unwrap_or_default();
-        if sandbox != req.netns {
-            return Err(Error::internal(format!(
-                "Sandbox in prevResult {sandbox} doesn't match configured netns: {}",
-                req.netns
-            )));
-        }
-        check_container_interface(&spaces.cont, &intf, &conf.mode)?;
+        let prev = check::prev_result(req, "Required prevResult missing")?;
+        let intf = check::container_entry(req, &prev);
+        check::check_sandbox(req, &intf)?;
+        CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, parse_mode(&conf.mode)?))?;
         iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
         iface::check_routes(&spaces.cont, &prev.routes)
     }
@@ -256,10 +239,8 @@ impl Plugin for Macvlan {
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        match cniconf::ipam_type(&req.config)? {
-            Some(t) => delegate::gc(&t, req),
-            None => Ok(()),
-        }
+        let ipam = cniconf::ipam_type(&req.config)?;
+        l3::gc(req, ipam.as_deref(), false)
     }
 }
 
@@ -281,7 +262,8 @@ fn create(
         mode,
         // created inside the container when the master is there
         netns: (!conf.link_in_container).then_some(&spaces.ns),
-        mtu: u32::try_from(conf.mtu).ok().filter(|m| *m > 0),
+        // validated against the master's by check_mtu
+        mtu: cniconf::link_mtu(Some(conf.mtu))?,
         mac,
         bcqueuelen: conf.bcqueuelen,
     };
@@ -304,31 +286,15 @@ fn create(
         .map_err(|e| Error::internal(format!("failed to refetch macvlan {:?}: {e}", req.ifname)))
 }
 
-/// CHECK of the container interface named in prevResult: present, in a sandbox, a macvlan
-/// in the configured mode, with the MAC the result says.
-fn check_container_interface(cont: &Handle, intf: &Interface, mode: &str) -> Result<(), Error> {
-    if intf.name.is_empty() {
-        return Err(Error::internal("Container interface name missing in prevResult: "));
-    }
-    let Some(link) = cont.link_by_name(&intf.name)? else {
-        return Err(Error::internal(format!(
-            "Container Interface name in prevResult: {} not found",
-            intf.name
-        )));
-    };
-    if intf.sandbox.as_deref().unwrap_or_default().is_empty() {
-        return Err(Error::internal(format!(
-            "Error: Container interface {} should not be in host namespace",
-            link.name
-        )));
-    }
-    if link.kind.as_deref() != Some("macvlan") {
-        return Err(Error::internal(format!(
-            "Error: Container interface {} not of type macvlan",
-            link.name
-        )));
-    }
-    let expected = parse_mode(mode)?;
+/// CHECK of the container interface named in prevResult, in the reference macvlan's words.
+const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
+    prefix: "",
+    kind: "macvlan",
+    kind_word: "macvlan",
+};
+
+/// The container macvlan is in the configured mode.
+fn check_mode(link: &Link, expected: MacvlanMode) -> Result<(), Error> {
     if link.macvlan_mode != Some(expected) {
         let actual = match link.macvlan_mode {
             Some(m @ (MacvlanMode::Bridge | MacvlanMode::Private | MacvlanMode::Vepa | MacvlanMode::Passthru)) => {
@@ -340,15 +306,6 @@ fn check_container_interface(cont: &Handle, intf: &Interface, mode: &str) -> Res
             "Container macvlan mode {actual} does not match expected value: {}",
             expected.as_str()
         )));
-    }
-    if let Some(mac) = intf.mac.as_deref().filter(|m| !m.is_empty()) {
-        let actual = link.mac.map(|m| m.to_string()).unwrap_or_default();
-        if mac != actual {
-            return Err(Error::internal(format!(
-                "Interface {} Mac {mac} doesn't match container Mac: {actual}",
-                intf.name
-            )));
-        }
     }
     Ok(())
 }

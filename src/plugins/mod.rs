@@ -10,7 +10,8 @@
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
-//! * [`l3`]: IPAM delegation with release on failure.
+//! * [`l3`]: IPAM delegation with release on failure, GC forwarding, the masquerade attachment.
+//! * [`check`]: what every CHECK verifies first (prevResult, the container interface).
 //! * [`rollback`]: undo what a failed ADD did.
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
@@ -18,9 +19,10 @@
 //!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
 //!   family and change; [`firewall_tools`]: finding the tools.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
-//! * [`netns_open`]: `CNI_NETNS` opened with the reference's messages.
+//! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
 pub mod bandwidth;
 pub mod bridge;
+pub mod check;
 pub mod container_link;
 pub mod firewall;
 pub mod firewall_tools;

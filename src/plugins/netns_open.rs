@@ -1,10 +1,33 @@
-//! Opening `CNI_NETNS` with the reference's messages (Go's `ns.GetNS`), for the plugins
-//! that report them as the reference does (loopback, tuning, bandwidth).
+//! Opening `CNI_NETNS`, the one place every plugin does it: [`container`] for ADD and
+//! CHECK of bridge, veth and macvlan; [`open`] with the messages of Go's `ns.GetNS` for the
+//! plugins that report them as the reference does (loopback, tuning, bandwidth);
+//! [`open_for_del`] for DEL, where a namespace already gone is nothing to do.
 use crate::cni::error::go_errno_text;
 use crate::cni::Error;
 use crate::netns::Netns;
 
-pub use super::container_link::open_for_del;
+/// The container namespace: `failed to open netns "PATH": <why>` when it cannot be opened.
+pub fn container(path: &str) -> Result<Netns, Error> {
+    Netns::open(path).map_err(|e| Error::internal(format!("failed to open netns {path:?}: {e}")))
+}
+
+/// Open the container namespace for DEL: `None` when there is nothing to clean up there
+/// (no path given, the namespace is gone, or the path no longer holds a namespace, as when
+/// a runtime removed the bind mount but left the file: the reference fails DEL then).
+pub fn open_for_del(netns_path: &str) -> Result<Option<Netns>, Error> {
+    if netns_path.is_empty() {
+        return Ok(None);
+    }
+    match Netns::open(netns_path) {
+        Ok(ns) => Ok(Some(ns)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) if e.is_not_netns() => {
+            eprintln!("cnibox: DEL: {e}; nothing to remove inside it");
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
 
 /// The container namespace, or the error `ns.GetNS` gives: `failed to Statfs "PATH": no
 /// such file or directory` for a missing path, `unknown FS magic on "PATH": HEX` for a file

@@ -7,21 +7,20 @@
 //! veth. No bridge, no ARP between containers.
 use super::rollback::Rollback;
 use super::teardown::Teardown;
-use super::{container_link, iface, ipmasq, l3};
+use super::{check, container_link, iface, ipmasq, l3, netns_open};
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{network_of, Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethSpec};
+use crate::netlink::{
+    self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
+};
 use crate::netns::Netns;
 use crate::sysctl;
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
 
 pub struct Veth;
-
-/// How many random host names are tried before giving up (as the reference).
-const HOST_NAME_ATTEMPTS: usize = 10;
 
 /// The plugin's own config keys (IPAM reads its section itself).
 struct Conf {
@@ -37,13 +36,9 @@ struct Conf {
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu").map_err(|e| e.context(ctx))?;
-    let mtu = match mtu {
-        // Go's netlink sends an MTU only when it is positive.
-        None => None,
-        Some(m) if m <= 0 => None,
-        Some(m) => Some(u32::try_from(m).map_err(|_| Error::internal(format!("{ctx}: mtu {m} is out of range")))?),
-    };
+    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
+        .and_then(cniconf::link_mtu)
+        .map_err(|e| e.context(ctx))?;
     Ok(Conf {
         ip_masq: json::opt_bool(&obj, "ipMasq", "NetConf.ipMasq")
             .map_err(|e| e.context(ctx))?
@@ -58,18 +53,6 @@ fn load(req: &Request) -> Result<Conf, Error> {
             .unwrap_or_default(),
         dns: cniconf::dns(&req.config).map_err(|e| e.context(ctx))?,
     })
-}
-
-fn attachment(req: &Request) -> ipmasq::Attachment<'_> {
-    ipmasq::Attachment {
-        network: &req.name,
-        ifname: &req.ifname,
-        container_id: &req.container_id,
-    }
-}
-
-fn open_netns(path: &str) -> Result<Netns, Error> {
-    Netns::open(path).map_err(|e| Error::internal(format!("failed to open netns {path:?}: {e}")))
 }
 
 /// The full-length prefix of an address: `/32` or `/128`.
@@ -90,7 +73,7 @@ impl Plugin for Veth {
             false => None,
         };
         // Opened before IPAM ADD: a bad netns then costs no address churn.
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let cont = Handle::open(&ns)?;
         let mut rollback = Rollback::new();
@@ -107,7 +90,7 @@ impl Plugin for Veth {
         // then overlaps the link work below (see `Nftables::shared`).
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
-            let att = attachment(req);
+            let att = l3::masq_attachment(req);
             // registered first: a setup that fails halfway leaves rules too
             rollback.push("remove ip masquerade rules", move || {
                 ipmasq::teardown(att).map_err(|e| e.to_string())
@@ -163,17 +146,14 @@ impl Plugin for Veth {
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns. First, so the
             // kernel releases the commit during the link deletion (see `Nftables::shared`).
-            teardown.step(ipmasq::teardown(attachment(req)));
+            teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
         }
         // The host end, its gateway address and host routes go with the pair.
-        let removed = container_link::delete(&req.netns, &req.ifname, "veth");
-        if let Ok(container_link::Removed::AlreadyGone) = removed {
+        let prev = container_link::prev_result(req, "veth");
+        let removed = container_link::delete(req, prev.as_ref(), "veth");
+        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // Without the netns the pair can still be found from the host side.
-            match cniconf::prev_result(req) {
-                Ok(Some(prev)) => teardown.step(delete_host_end(&prev)),
-                Ok(None) => {}
-                Err(e) => eprintln!("cnibox veth: DEL: ignoring prevResult: {}", e.msg),
-            }
+            teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
         // Released last, so an address is never free while still configured.
@@ -183,27 +163,13 @@ impl Plugin for Veth {
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         delegate::check(&conf.ipam_type, req)?;
-        let prev = match req.config.get("prevResult") {
-            None | Some(serde_json::Value::Null) => return Err(Error::internal("ptp: Required prevResult missing")),
-            Some(_) => cniconf::prev_result(req)?.expect("present"),
-        };
-        let cont_iface = prev
-            .interfaces
-            .iter()
-            .find(|i| i.name == req.ifname && i.sandbox.as_deref() == Some(req.netns.as_str()))
-            .cloned()
-            .unwrap_or_default();
-        let sandbox = cont_iface.sandbox.clone().unwrap_or_default();
-        if sandbox != req.netns {
-            return Err(Error::internal(format!(
-                "Sandbox in prevResult {sandbox} doesn't match configured netns: {}",
-                req.netns
-            )));
-        }
+        let prev = check::prev_result(req, "ptp: Required prevResult missing")?;
+        let cont_iface = check::container_entry(req, &prev);
+        check::check_sandbox(req, &cont_iface)?;
         let cont = Handle::open(&ns)?;
-        check_container_interface(&cont, &cont_iface)?;
+        CONTAINER_LINK.check(&cont, &cont_iface, |_| Ok(()))?;
         iface::check_addresses(&cont, &req.ifname, &prev.ips)?;
         iface::check_routes(&cont, &prev.routes)
     }
@@ -216,12 +182,7 @@ impl Plugin for Veth {
     /// Masquerade rules of attachments that are not valid any more, then IPAM's GC.
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let masq = match cniconf::valid_attachments(&req.config)? {
-            Some(valid) => ipmasq::gc(&req.name, &valid).map_err(Error::from),
-            None => Ok(()),
-        };
-        let ipam = delegate::gc(&conf.ipam_type, req);
-        masq.and(ipam)
+        l3::gc(req, Some(&conf.ipam_type), true)
     }
 }
 
@@ -235,34 +196,27 @@ fn create_pair<T: Transport>(
     mtu: Option<u32>,
 ) -> Result<(Link, MacAddr), Error> {
     let random = |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
-    for _ in 0..HOST_NAME_ATTEMPTS {
-        let name = netlink::random_veth_name().map_err(|e| random("veth name", e))?;
-        let mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
-        let peer_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
-        let spec = VethSpec {
-            name: &name,
-            peer_name: ifname,
-            peer_netns: Some(ns),
-            mtu,
-            mac: Some(mac),
-            peer_mac: Some(peer_mac),
-            master: None,
-        };
-        match host.create_veth(&spec) {
-            Ok(link) => return Ok((link, peer_mac)),
-            // create_veth names the peer when the clash is on the container side
-            Err(e) if e.is_exists() && e.object().starts_with("peer ") => {
-                return Err(Error::internal(format!(
-                    "container veth name provided ({ifname}) already exists"
-                )))
-            }
-            Err(e) if e.is_exists() => continue,
-            Err(e) => return Err(e.into()),
-        }
+    let mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+    let peer_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+    let spec = VethSpec {
+        peer_name: ifname,
+        peer_netns: Some(ns),
+        mtu,
+        mac: Some(mac),
+        peer_mac: Some(peer_mac),
+        ..Default::default()
+    };
+    match host.create_veth_random_name(&spec) {
+        Ok(link) => Ok((link, peer_mac)),
+        Err(VethError::PeerExists) => Err(Error::internal(format!(
+            "container veth name provided ({ifname}) already exists"
+        ))),
+        Err(VethError::NoUniqueName { attempts }) => Err(Error::internal(format!(
+            "failed to find a unique host veth name for {ifname} in {attempts} attempts"
+        ))),
+        Err(VethError::Random(e)) => Err(random("veth name", e)),
+        Err(VethError::Netlink(e)) => Err(e.into()),
     }
-    Err(Error::internal(format!(
-        "failed to find a unique host veth name for {ifname} in {HOST_NAME_ATTEMPTS} attempts"
-    )))
 }
 
 /// Host end up, router advertisements off (the plugin owns its routes), and no DAD for
@@ -395,41 +349,12 @@ fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
     Ok(())
 }
 
-/// CHECK of the container interface named in prevResult: present, in a sandbox, a veth,
-/// with the MAC the result says.
-fn check_container_interface(cont: &Handle, intf: &Interface) -> Result<(), Error> {
-    if intf.name.is_empty() {
-        return Err(Error::internal("Container interface name missing in prevResult: "));
-    }
-    let Some(link) = cont.link_by_name(&intf.name)? else {
-        return Err(Error::internal(format!(
-            "ptp: Container Interface name in prevResult: {} not found",
-            intf.name
-        )));
-    };
-    if intf.sandbox.as_deref().unwrap_or_default().is_empty() {
-        return Err(Error::internal(format!(
-            "ptp: Error: Container interface {} should not be in host namespace",
-            link.name
-        )));
-    }
-    if link.kind.as_deref() != Some("veth") {
-        return Err(Error::internal(format!(
-            "Error: Container interface {} not of type veth/p2p",
-            link.name
-        )));
-    }
-    if let Some(mac) = intf.mac.as_deref().filter(|m| !m.is_empty()) {
-        let actual = link.mac.map(|m| m.to_string()).unwrap_or_default();
-        if mac != actual {
-            return Err(Error::internal(format!(
-                "ptp: Interface {} Mac {mac} doesn't match container Mac: {actual}",
-                intf.name
-            )));
-        }
-    }
-    Ok(())
-}
+/// CHECK of the container interface named in prevResult, in the reference ptp's words.
+const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
+    prefix: "ptp: ",
+    kind: "veth",
+    kind_word: "veth/p2p",
+};
 
 #[cfg(test)]
 mod tests {
@@ -489,13 +414,13 @@ mod tests {
     fn host_names_run_out_after_the_attempts() {
         let ns = Netns::current().unwrap();
         let fake = FakeTransport::new();
-        for _ in 0..HOST_NAME_ATTEMPTS {
+        for _ in 0..netlink::VETH_NAME_ATTEMPTS {
             fake.push_errno(libc::EEXIST);
             fake.push_links(&[link("veth00000000")]);
         }
         let h = Handle::with_transport(fake);
         let e = create_pair(&h, &ns, "eth0", None).unwrap_err();
         assert_eq!(e.msg, "failed to find a unique host veth name for eth0 in 10 attempts");
-        assert_eq!(h.transport().requests().len(), 2 * HOST_NAME_ATTEMPTS);
+        assert_eq!(h.transport().requests().len(), 2 * netlink::VETH_NAME_ATTEMPTS);
     }
 }

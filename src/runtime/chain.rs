@@ -3,10 +3,10 @@
 //! This is the library API the `cnitool` applet and the OCI hook share.
 use super::cache::{Cache, CacheError, Cached, Entry, Key, KIND_V1};
 use super::conflist::{self, ConfError, NetworkList, PluginConf};
-use super::exec::{self, ExecError, Invocation};
 use super::lock::{self, LockError};
 use super::request;
 use crate::cni;
+use crate::cni::invoke::{self, ExecError, Invocation};
 use crate::cni::version;
 use crate::cni::CniResult;
 use serde_json::{Map, Value};
@@ -181,8 +181,14 @@ impl Runtime {
             container_id: rt.container_id.clone(),
             netns: rt.netns.clone(),
             ifname: rt.ifname.clone(),
-            args: rt.args.clone(),
+            args: rt
+                .args
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(";"),
             path: self.cni_path(),
+            env: Vec::new(),
         }
     }
 
@@ -198,8 +204,8 @@ impl Runtime {
             op,
             error,
         };
-        let path = exec::find(&plugin.plugin_type, &self.bin_dirs).map_err(fail)?;
-        exec::run(&path, stdin, inv).map_err(fail)
+        let path = invoke::find(&plugin.plugin_type, &self.bin_dirs).map_err(fail)?;
+        invoke::exec(&path, stdin, inv).map_err(fail)
     }
 
     /// ADD every plugin in order, each getting the previous result; cache the final result
@@ -218,7 +224,7 @@ impl Runtime {
                 &rt.capability_args,
             );
             let out = self.call(plugin, "add", &stdin, &inv)?;
-            let result = exec::parse_result(&out, &list.cni_version).map_err(|error| ChainError::Plugin {
+            let result = invoke::parse_result(&out, &list.cni_version).map_err(|error| ChainError::Plugin {
                 plugin: plugin.describe(),
                 op: "add",
                 error,

@@ -62,7 +62,7 @@ impl Runtime {
                 ("cni.dev/valid-attachments", valid_json.clone()),
                 ("cni.dev/attachments", valid_json),
             ];
-            let inv = super::exec::Invocation {
+            let inv = crate::cni::invoke::Invocation {
                 command: "GC",
                 path: self.cni_path(),
                 ..Default::default()

@@ -8,7 +8,6 @@ pub mod cache;
 pub mod chain;
 pub mod cnitool;
 pub mod conflist;
-pub mod exec;
 pub mod gc;
 pub mod lock;
 pub mod names;

@@ -5,6 +5,8 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod routes;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -408,4 +410,41 @@ impl Call {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
+}
+
+/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
+/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
+pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
+    let go_ok = Command::new("go")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !go_ok {
+        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
+        return None;
+    }
+    let gopath = Path::new("/usr/share/gocode");
+    assert!(
+        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
+        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
+    );
+    let out = dir.join("libcni_tool");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
+    let build = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", gopath)
+        .env("GOFLAGS", "")
+        .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "go build failed: {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    Some(out)
 }

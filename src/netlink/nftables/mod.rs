@@ -135,11 +135,26 @@ impl Nftables {
 
     /// The chains of a table (none when the table does not exist).
     pub fn chains(&self, family: Family, table: &str) -> Result<Vec<ChainInfo>> {
+        Ok(self
+            .dump_chains(family, Some(table))?
+            .into_iter()
+            .filter(|c| c.table == table)
+            .collect())
+    }
+
+    /// The chains of every table of `family` (to see what else sits on a hook).
+    pub fn all_chains(&self, family: Family) -> Result<Vec<ChainInfo>> {
+        self.dump_chains(family, None)
+    }
+
+    fn dump_chains(&self, family: Family, table: Option<&str>) -> Result<Vec<ChainInfo>> {
         let mut a = crate::netlink::netfilter::Attrs::new();
-        a.string(NFTA_CHAIN_TABLE, table);
+        if let Some(table) = table {
+            a.string(NFTA_CHAIN_TABLE, table);
+        }
         let msgs = self.sock.request(
             "list chains",
-            &format!("{family} {table}"),
+            &format!("{family} {}", table.unwrap_or("*")),
             msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN),
             NLM_F_DUMP,
             family as u8,
@@ -150,7 +165,6 @@ impl Nftables {
             .iter()
             .filter(|m| m.family == family as u8)
             .filter_map(|m| objects::decode_chain(&m.attrs))
-            .filter(|c| c.table == table)
             .collect())
     }
 

@@ -125,6 +125,8 @@ pub struct ChainInfo {
     pub handle: u64,
     /// Hook number and priority of a base chain.
     pub hook: Option<(u32, i32)>,
+    /// The policy of a base chain.
+    pub policy: Option<Policy>,
 }
 
 /// A rule as dumped: its handle (for deletion), its comment, and its expressions by name
@@ -238,6 +240,11 @@ pub(crate) fn decode_chain(a: &[u8]) -> Option<ChainInfo> {
         name: as_string(find(a, NFTA_CHAIN_NAME)?),
         handle: find(a, NFTA_CHAIN_HANDLE).and_then(be64).unwrap_or(0),
         hook,
+        // NF_DROP 0, NF_ACCEPT 1
+        policy: find(a, NFTA_CHAIN_POLICY).and_then(be32).map(|p| match p {
+            0 => Policy::Drop,
+            _ => Policy::Accept,
+        }),
     })
 }
 

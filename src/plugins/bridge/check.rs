@@ -2,41 +2,31 @@
 //! the host veth pairing them, and the container's addresses and routes.
 use super::config::NetConf;
 use crate::cni::result::Interface;
-use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
+use crate::cni::{delegate, CniResult, Error, Request};
 use crate::netlink::{Handle, Link};
 use crate::netns::Netns;
+use crate::plugins::check as plugin_check;
 use crate::plugins::iface;
 
 pub fn check(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    let netns =
-        Netns::open(&req.netns).map_err(|e| Error::internal(format!("failed to open netns {:?}: {e}", req.netns)))?;
+    let netns = crate::plugins::netns_open::container(&req.netns)?;
     // The reference delegates unconditionally, so an L2 config fails with "no plugin name
     // provided"; there is nothing to check without IPAM.
     if let Some(ipam) = &conf.ipam_type {
         delegate::check(ipam, req)?;
     }
-    let prev = cniconf::prev_result(req)?.ok_or_else(|| Error::internal("Required prevResult missing"))?;
+    let prev = plugin_check::prev_result(req, "Required prevResult missing")?;
     verify(req, conf, &netns, &prev)
 }
 
 fn verify(req: &Request, conf: &NetConf, netns: &Netns, prev: &CniResult) -> Result<(), Error> {
     let empty = Interface::default();
     let br_entry = prev.interfaces.iter().find(|i| i.name == conf.bridge).unwrap_or(&empty);
-    let cont_entry = prev
-        .interfaces
-        .iter()
-        .find(|i| i.name == req.ifname && i.sandbox.as_deref() == Some(req.netns.as_str()))
-        .unwrap_or(&empty);
+    let cont_entry = &plugin_check::container_entry(req, prev);
 
     let host = Handle::current()?;
     let bridge = check_bridge(&host, br_entry, conf)?;
-    let sandbox = cont_entry.sandbox.as_deref().unwrap_or_default();
-    if sandbox != req.netns {
-        return Err(Error::internal(format!(
-            "Sandbox in prevResult {sandbox} doesn't match configured netns: {}",
-            req.netns
-        )));
-    }
+    plugin_check::check_sandbox(req, cont_entry)?;
     let cont_h = Handle::open(netns)?;
     let container = check_container(&cont_h, cont_entry)?;
 

@@ -4,15 +4,12 @@
 use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
-    self, AddrOptions, BridgeSpec, Family, Handle, Link, MacAddr, OperState, PortFlags, PortVlan, VethSpec,
+    self, AddrOptions, BridgeSpec, Family, Handle, Link, MacAddr, OperState, PortFlags, PortVlan, VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
 use ipnetwork::IpNetwork;
 use std::time::{Duration, Instant};
-
-/// How often a fresh random host veth name may clash before giving up (as the reference).
-const VETH_NAME_ATTEMPTS: usize = 10;
 
 /// How long a port whose peer is up may take to report oper state up (link-watch events
 /// are batched by the kernel; normally the first look already sees it up).
@@ -113,39 +110,29 @@ pub fn create_veth(
     mac: Option<MacAddr>,
     bridge: u32,
 ) -> Result<Link, Error> {
-    for _ in 0..VETH_NAME_ATTEMPTS {
-        let random =
-            |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
-        let name = netlink::random_veth_name().map_err(|e| random("veth name", e))?;
-        let host_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
-        let peer_mac = match mac {
-            Some(m) => m,
-            None => netlink::random_mac().map_err(|e| random("MAC", e))?,
-        };
-        let spec = VethSpec {
-            name: &name,
-            peer_name: ifname,
-            peer_netns: Some(netns),
-            mtu,
-            mac: Some(host_mac),
-            peer_mac: Some(peer_mac),
-            master: Some(bridge),
-        };
-        match h.create_veth(&spec) {
-            Ok(link) => return Ok(link),
-            // create_veth names the peer when the clash is on the container side.
-            Err(e) if e.is_exists() && e.object().starts_with("peer ") => {
-                return Err(Error::internal(format!(
-                    "container veth name provided ({ifname}) already exists"
-                )))
-            }
-            Err(e) if e.is_exists() => continue,
-            Err(e) => return Err(Error::internal(format!("failed to create veth for {ifname}: {e}"))),
-        }
-    }
-    Err(Error::internal(format!(
-        "failed to find a unique veth name for {ifname} after {VETH_NAME_ATTEMPTS} attempts"
-    )))
+    let random = |what: &str, e: std::io::Error| Error::internal(format!("failed to generate a random {what}: {e}"));
+    let host_mac = netlink::random_mac().map_err(|e| random("MAC", e))?;
+    let peer_mac = match mac {
+        Some(m) => m,
+        None => netlink::random_mac().map_err(|e| random("MAC", e))?,
+    };
+    let spec = VethSpec {
+        peer_name: ifname,
+        peer_netns: Some(netns),
+        mtu,
+        mac: Some(host_mac),
+        peer_mac: Some(peer_mac),
+        master: Some(bridge),
+        ..Default::default()
+    };
+    h.create_veth_random_name(&spec).map_err(|e| match e {
+        VethError::PeerExists => Error::internal(format!("container veth name provided ({ifname}) already exists")),
+        VethError::NoUniqueName { attempts } => Error::internal(format!(
+            "failed to find a unique veth name for {ifname} after {attempts} attempts"
+        )),
+        VethError::Random(e) => random("veth name", e),
+        VethError::Netlink(e) => Error::internal(format!("failed to create veth for {ifname}: {e}")),
+    })
 }
 
 /// Port settings of a fresh host veth: flags, VLANs, no router advertisements, up.
@@ -221,32 +208,22 @@ pub fn ensure_vlan_interface(h: &Handle, bridge: &Link, conf: &NetConf) -> Resul
         return Ok(l);
     }
     let fail = |e: Error| Error::internal(format!("failed to create vlan interface: {}", e.msg));
-    let mut port = None;
-    for _ in 0..VETH_NAME_ATTEMPTS {
-        let peer = netlink::random_veth_name().map_err(|e| fail(Error::internal(e)))?;
-        let spec = VethSpec {
-            name: &peer,
-            peer_name: &name,
-            peer_netns: None,
-            mtu: Some(bridge.mtu),
-            mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
-            peer_mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
-            master: Some(bridge.index),
-        };
-        match h.create_veth(&spec) {
-            Ok(l) => {
-                port = Some(l);
-                break;
-            }
-            Err(e) if e.is_exists() && e.object().starts_with("peer ") => {
-                // Another ADD created it meanwhile.
-                return h.link(name.as_str()).map_err(|e| fail(Error::internal(e)));
-            }
-            Err(e) if e.is_exists() => continue,
-            Err(e) => return Err(fail(Error::internal(e))),
-        }
-    }
-    let port = port.ok_or_else(|| fail(Error::internal("no unique veth name")))?;
+    let spec = VethSpec {
+        peer_name: &name,
+        mtu: Some(bridge.mtu),
+        mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
+        peer_mac: Some(netlink::random_mac().map_err(|e| fail(Error::internal(e)))?),
+        master: Some(bridge.index),
+        ..Default::default()
+    };
+    let port = match h.create_veth_random_name(&spec) {
+        Ok(l) => l,
+        // Another ADD created it meanwhile.
+        Err(VethError::PeerExists) => return h.link(name.as_str()).map_err(|e| fail(Error::internal(e))),
+        Err(VethError::NoUniqueName { .. }) => return Err(fail(Error::internal("no unique veth name"))),
+        Err(VethError::Random(e)) => return Err(fail(Error::internal(e))),
+        Err(VethError::Netlink(e)) => return Err(fail(Error::internal(e))),
+    };
     let mut port_conf = conf.clone();
     port_conf.hairpin = false;
     port_conf.port_isolation = false;

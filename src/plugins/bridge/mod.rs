@@ -64,14 +64,6 @@ impl Plugin for Bridge {
     }
 }
 
-fn masq_attachment<'a>(req: &'a Request) -> ipmasq::Attachment<'a> {
-    ipmasq::Attachment {
-        network: &req.name,
-        ifname: &req.ifname,
-        container_id: &req.container_id,
-    }
-}
-
 fn spoof_attachment<'a>(req: &'a Request) -> spoofcheck::Attachment<'a> {
     spoofcheck::Attachment {
         container_id: &req.container_id,
@@ -99,8 +91,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
 
     let host = Handle::current()?;
     let bridge = device::ensure_bridge(&host, conf)?;
-    let netns =
-        Netns::open(&req.netns).map_err(|e| Error::internal(format!("failed to open netns {:?}: {e}", req.netns)))?;
+    let netns = crate::plugins::netns_open::container(&req.netns)?;
     let cont = Handle::open(&netns)?;
 
     let mut rollback = Rollback::new();
@@ -159,9 +150,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         if let Some(backend) = masq_backend {
             let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
             rollback.push("tear down masquerade rules", || {
-                ipmasq::teardown(masq_attachment(req)).map_err(|e| e.to_string())
+                ipmasq::teardown(l3::masq_attachment(req)).map_err(|e| e.to_string())
             });
-            ipmasq::setup(backend, masq_attachment(req), &addrs)?;
+            ipmasq::setup(backend, l3::masq_attachment(req), &addrs)?;
         }
         let gateways = gateway::apply(&mut result, conf);
 
@@ -251,13 +242,14 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
         teardown.step(spoofcheck::teardown(spoof_attachment(req)));
     }
     if conf.is_layer3() && conf.ip_masq {
-        teardown.step(ipmasq::teardown(masq_attachment(req)));
+        teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
     }
-    let removed = container_link::delete(&req.netns, &req.ifname, "veth");
-    if let Ok(container_link::Removed::AlreadyGone) = removed {
+    let prev = container_link::prev_result(req, "bridge");
+    let removed = container_link::delete(req, prev.as_ref(), "veth");
+    if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
         // The namespace may be gone while the kernel has not yet destroyed its veths (that
         // happens asynchronously); the host end named in prevResult goes now.
-        teardown.step(delete_host_end(req, conf));
+        teardown.step(delete_host_end(prev, conf));
     }
     teardown.step(removed);
     // Released after the link is gone, so an address is never free while configured.
@@ -269,15 +261,7 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
 
 /// The host veth of prevResult, deleted only when it is provably this attachment's: a veth
 /// enslaved to this network's bridge whose MAC is the one ADD reported.
-fn delete_host_end(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    let prev = match cniconf::prev_result(req) {
-        Ok(Some(prev)) => prev,
-        Ok(None) => return Ok(()),
-        Err(e) => {
-            eprintln!("cnibox bridge: DEL: ignoring prevResult: {}", e.msg);
-            return Ok(());
-        }
-    };
+fn delete_host_end(prev: &CniResult, conf: &NetConf) -> Result<(), Error> {
     let host = Handle::current()?;
     let Some(bridge) = host.link_by_name(&conf.bridge)? else {
         return Ok(());
@@ -308,21 +292,8 @@ fn delete_host_end(req: &Request, conf: &NetConf) -> Result<(), Error> {
     Ok(())
 }
 
-/// GC: this network's nftables masquerade rules of attachments not in
-/// `cni.dev/valid-attachments` go; then IPAM collects its own. Errors are joined.
+/// GC: stale masquerade rules of this network, then IPAM's own.
 fn gc(req: &Request) -> Result<(), Error> {
-    let masq = match cniconf::valid_attachments(&req.config)? {
-        Some(valid) => ipmasq::gc(&req.name, &valid).map_err(Error::from),
-        // without the list nothing can be judged stale
-        None => Ok(()),
-    };
-    let ipam = match cniconf::ipam_type(&req.config)? {
-        Some(ipam) => delegate::gc(&ipam, req),
-        None => Ok(()),
-    };
-    match (masq, ipam) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
-        (Err(m), Err(i)) => Err(Error::internal(format!("{}; {}", m.msg, i.msg))),
-    }
+    let ipam = cniconf::ipam_type(&req.config)?;
+    l3::gc(req, ipam.as_deref(), true)
 }
