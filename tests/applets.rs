@@ -15,6 +15,7 @@ const EXPECTED: &[&str] = &[
     "tuning",
     "bandwidth",
     "firewall",
+    "portmap",
     "host-local",
     "cnitool",
     "oci-hook",

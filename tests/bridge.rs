@@ -1166,6 +1166,53 @@ fn del_with_a_netns_path_that_is_a_plain_file() {
     assert_clean(&env, "pf", Some(&ctr));
 }
 
+/// Regression (#18): a DEL for another attachment in the same namespace (a container that
+/// joined it, a runtime rolling back a failed ADD) must not remove the interface ADD made.
+/// With a prevResult the container link is proven by the MAC ADD reported, or by its veth
+/// peer being the host end prevResult names (a chained tuning's DEL may have put back the
+/// MAC from before its ADD); without one the name is all DEL has, as in the reference.
+#[test]
+fn del_removes_the_container_link_only_when_prev_result_proves_it() {
+    let env = TestEnv::new();
+    let c = conf(&env, "1.0.0", json!({"ipam": ipam(&["10.58.0.0/24"])}));
+    let ns = env.container();
+    let r = add(&env, "owner", &ns, &c).success();
+    let mac = r["interfaces"][2]["mac"].as_str().unwrap().to_string();
+
+    // another attachment's prevResult: other MAC, other host veth
+    let mut other = r.clone();
+    other["interfaces"][2]["mac"] = json!("02:11:22:33:44:55");
+    other["interfaces"][1]["name"] = json!("vethnotours");
+    let mut with_other = c.clone();
+    with_other["prevResult"] = other;
+    let out = env
+        .call("bridge")
+        .verb("DEL", "joiner", ns.path_str(), IFNAME)
+        .config(&with_other)
+        .run();
+    out.success();
+    assert!(
+        out.stderr.contains("is not the interface ADD reported: left alone"),
+        "{out:?}"
+    );
+    assert!(ns.has_link(IFNAME), "the owner's eth0 stays");
+    assert_eq!(reservations(&env).len(), 1, "the owner's address stays reserved");
+
+    // this attachment's prevResult with the container MAC changed since (tuning): the peer proves it
+    let mut tuned = r.clone();
+    tuned["interfaces"][2]["mac"] = json!("02:aa:bb:cc:dd:ee");
+    let mut with_tuned = c.clone();
+    with_tuned["prevResult"] = tuned;
+    assert_ne!(mac, "02:aa:bb:cc:dd:ee");
+    env.call("bridge")
+        .verb("DEL", "owner", ns.path_str(), IFNAME)
+        .config(&with_tuned)
+        .run()
+        .success();
+    assert!(!ns.has_link(IFNAME));
+    assert_clean(&env, "owner", Some(&ns));
+}
+
 /// A container on two networks whose IPAM both carry the default route (podman's networks
 /// all do; or both set `isDefaultGateway`, whose routes name the gateway): the second ADD
 /// succeeds and the container has a default route via each gateway (IPv4: two routes;

@@ -143,14 +143,11 @@ impl Plugin for Veth {
         let conf = load(req)?;
         let mut teardown = Teardown::new("veth");
         // The host end, its gateway address and host routes go with the pair.
-        let removed = container_link::delete(&req.netns, &req.ifname, "veth");
-        if let Ok(container_link::Removed::AlreadyGone) = removed {
+        let prev = container_link::prev_result(req, "veth");
+        let removed = container_link::delete(req, prev.as_ref(), "veth");
+        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // Without the netns the pair can still be found from the host side.
-            match cniconf::prev_result(req) {
-                Ok(Some(prev)) => teardown.step(delete_host_end(&prev)),
-                Ok(None) => {}
-                Err(e) => eprintln!("cnibox veth: DEL: ignoring prevResult: {}", e.msg),
-            }
+            teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
         if conf.ip_masq {

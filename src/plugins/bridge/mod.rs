@@ -235,11 +235,12 @@ fn put_gateways(
 /// Every step is attempted (see [`Teardown`]); whatever is already gone is success.
 fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     let mut teardown = Teardown::new("bridge");
-    let removed = container_link::delete(&req.netns, &req.ifname, "veth");
-    if let Ok(container_link::Removed::AlreadyGone) = removed {
+    let prev = container_link::prev_result(req, "bridge");
+    let removed = container_link::delete(req, prev.as_ref(), "veth");
+    if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
         // The namespace may be gone while the kernel has not yet destroyed its veths (that
         // happens asynchronously); the host end named in prevResult goes now.
-        teardown.step(delete_host_end(req, conf));
+        teardown.step(delete_host_end(prev, conf));
     }
     teardown.step(removed);
     // Released after the link is gone, so an address is never free while configured.
@@ -257,15 +258,7 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
 
 /// The host veth of prevResult, deleted only when it is provably this attachment's: a veth
 /// enslaved to this network's bridge whose MAC is the one ADD reported.
-fn delete_host_end(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    let prev = match cniconf::prev_result(req) {
-        Ok(Some(prev)) => prev,
-        Ok(None) => return Ok(()),
-        Err(e) => {
-            eprintln!("cnibox bridge: DEL: ignoring prevResult: {}", e.msg);
-            return Ok(());
-        }
-    };
+fn delete_host_end(prev: &CniResult, conf: &NetConf) -> Result<(), Error> {
     let host = Handle::current()?;
     let Some(bridge) = host.link_by_name(&conf.bridge)? else {
         return Ok(());
