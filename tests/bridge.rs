@@ -4,6 +4,9 @@ mod bridge_support;
 mod common;
 
 use bridge_support::*;
+use common::routes::{
+    assert_own_subnet_routed_both_ways, default_route, multipath_check_case, network, two_networks_case,
+};
 use common::{Netns, TestEnv, ALL_VERSIONS};
 use serde_json::{json, Value};
 
@@ -371,19 +374,6 @@ fn stable_bridge_mac_across_attachments() {
     }
 }
 
-/// `addr_assign_type` of a link (0 random at creation… 1 random, 3 set by user space), read
-/// through `ip netns exec`, which mounts the namespace's own sysfs.
-pub fn addr_assign_type(ns: &Netns, dev: &str) -> String {
-    let out = common::run_ok(std::process::Command::new("ip").args([
-        "netns",
-        "exec",
-        &ns.name,
-        "cat",
-        &format!("/sys/class/net/{dev}/addr_assign_type"),
-    ]));
-    out.trim().to_string()
-}
-
 /// Both veth ends get their MACs in the create request (as veth does), so the kernel records
 /// them as set (3) rather than random (1), which udev's `MACAddressPolicy=persistent` would
 /// rewrite after ADD, breaking the MACs the result reported.
@@ -399,8 +389,8 @@ fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
             }
             let r = add(&env, "macs", &ctr, &c).success();
             let host_veth = host_veths(&env.host)[0].clone();
-            assert_eq!(addr_assign_type(&env.host, &host_veth), "3", "{v}: host end");
-            assert_eq!(addr_assign_type(&ctr, IFNAME), "3", "{v}: container end");
+            assert_eq!(env.host.addr_assign_type(&host_veth), "3", "{v}: host end");
+            assert_eq!(ctr.addr_assign_type(IFNAME), "3", "{v}: container end");
             let cont_mac = link_details(&ctr, IFNAME)["address"].clone();
             if let Some(m) = requested {
                 assert_eq!(cont_mac, m, "{v}");
@@ -1161,4 +1151,161 @@ fn del_with_a_netns_path_that_is_a_plain_file() {
     assert!(ctr.has_link(IFNAME));
     ctr.ip(&["link", "del", IFNAME]);
     assert_clean(&env, "pf", Some(&ctr));
+}
+
+/// Regression (#18): a DEL for another attachment in the same namespace (a container that
+/// joined it, a runtime rolling back a failed ADD) must not remove the interface ADD made.
+/// With a prevResult the container link is proven by the MAC ADD reported, or by its veth
+/// peer being the host end prevResult names (a chained tuning's DEL may have put back the
+/// MAC from before its ADD); without one the name is all DEL has, as in the reference.
+#[test]
+fn del_removes_the_container_link_only_when_prev_result_proves_it() {
+    let env = TestEnv::new();
+    let c = conf(&env, "1.0.0", json!({"ipam": ipam(&["10.58.0.0/24"])}));
+    let ns = env.container();
+    let r = add(&env, "owner", &ns, &c).success();
+    let mac = r["interfaces"][2]["mac"].as_str().unwrap().to_string();
+
+    // another attachment's prevResult: other MAC, other host veth
+    let mut other = r.clone();
+    other["interfaces"][2]["mac"] = json!("02:11:22:33:44:55");
+    other["interfaces"][1]["name"] = json!("vethnotours");
+    let mut with_other = c.clone();
+    with_other["prevResult"] = other;
+    let out = env
+        .call("bridge")
+        .verb("DEL", "joiner", ns.path_str(), IFNAME)
+        .config(&with_other)
+        .run();
+    out.success();
+    assert!(
+        out.stderr.contains("is not the interface ADD reported: left alone"),
+        "{out:?}"
+    );
+    assert!(ns.has_link(IFNAME), "the owner's eth0 stays");
+    assert_eq!(reservations(&env).len(), 1, "the owner's address stays reserved");
+
+    // this attachment's prevResult with the container MAC changed since (tuning): the peer proves it
+    let mut tuned = r.clone();
+    tuned["interfaces"][2]["mac"] = json!("02:aa:bb:cc:dd:ee");
+    let mut with_tuned = c.clone();
+    with_tuned["prevResult"] = tuned;
+    assert_ne!(mac, "02:aa:bb:cc:dd:ee");
+    env.call("bridge")
+        .verb("DEL", "owner", ns.path_str(), IFNAME)
+        .config(&with_tuned)
+        .run()
+        .success();
+    assert!(!ns.has_link(IFNAME));
+    assert_clean(&env, "owner", Some(&ns));
+}
+
+/// A container on two networks whose IPAM both carry the default route (podman's networks
+/// all do; or both set `isDefaultGateway`, whose routes name the gateway): the second ADD
+/// succeeds and the container has a default route via each gateway (IPv4: two routes;
+/// IPv6: one multipath route), CHECK of either attachment passes, and DEL of each removes
+/// only its own next hop.
+#[test]
+fn a_container_on_two_networks_gets_a_default_route_from_each() {
+    for v in ALL_VERSIONS {
+        for (v6, default_gateway) in [(false, false), (true, false), (false, true), (true, true)] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let conf = |n: usize| {
+                if default_gateway {
+                    let mut c = network_conf(&env, v, n, v6, json!([]));
+                    c["isDefaultGateway"] = json!(true);
+                    c
+                } else {
+                    network_conf(&env, v, n, v6, default_route(n, v6))
+                }
+            };
+            two_networks_case(&|| env.call("bridge"), &ctr, v, v6, &conf);
+            assert!(host_veths(&env.host).is_empty());
+        }
+    }
+}
+
+/// An IPAM route to the network's own subnet goes in beside the kernel's subnet route
+/// (for IPv4 both have metric 0), as the reference adds it.
+#[test]
+fn an_ipam_route_to_the_own_subnet_is_added_beside_the_kernel_route() {
+    for v in ALL_VERSIONS {
+        for v6 in [false, true] {
+            let net = network(0, v6);
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let c = network_conf(&env, v, 0, v6, json!([{"dst": net.subnet}]));
+            let r = env
+                .call("bridge")
+                .exec("ADD", "own", ctr.path_str(), net.ifname, &c)
+                .success();
+            assert_own_subnet_routed_both_ways(&ctr, &net, v);
+            if check_allowed(v) {
+                let mut c = c.clone();
+                c["prevResult"] = r;
+                env.call("bridge")
+                    .exec("CHECK", "own", ctr.path_str(), net.ifname, &c)
+                    .success();
+            }
+            env.call("bridge")
+                .exec("DEL", "own", ctr.path_str(), net.ifname, &c)
+                .success();
+        }
+    }
+}
+
+/// CHECK tolerates later additions (as the spec asks): after another interface appended a
+/// next hop to the container's IPv6 default route, the route is multipath and CHECK still
+/// finds the attachment's gateway among its next hops.
+#[test]
+fn check_passes_after_the_default_route_became_multipath() {
+    for v in ALL_VERSIONS.iter().filter(|v| check_allowed(v)) {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = network_conf(&env, v, 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
+        multipath_check_case(&|| env.call("bridge"), &ctr, &c);
+    }
+}
+
+/// On a machine without nft, iptables or any other sbin tool (hidden in a private mount
+/// namespace of the call): masquerade over nf_tables needs none, and the iptables backend
+/// fails ADD saying what is missing and what to install, leaving nothing behind. DEL needs
+/// no tool either.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for (backend, subnet, missing) in [
+            (None, "10.1.2.0/24", None),
+            (Some("iptables"), "10.1.2.0/24", Some("iptables-restore")),
+            (Some("iptables"), "2001:db8:a::/64", Some("ip6tables-restore")),
+        ] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let mut c = conf(
+                &env,
+                v,
+                json!({"isGateway": true, "ipMasq": true, "ipam": ipam(&[subnet])}),
+            );
+            if let Some(b) = backend {
+                c["ipMasqBackend"] = b.into();
+            }
+            let out = env
+                .call("bridge")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ctr.path_str(), IFNAME, &c);
+            match missing {
+                None => {
+                    out.success();
+                    assert!(nft_ruleset(&env.host).contains("masquerade comment"), "{v}");
+                }
+                Some(tool) => assert_eq!(out.failure(999), common::missing_iptables_message(tool), "{v}"),
+            }
+            env.call("bridge")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ctr.path_str(), IFNAME, &c)
+                .success();
+            assert_clean(&env, "bare", Some(&ctr));
+        }
+    }
 }

@@ -644,3 +644,55 @@ fn del_outcomes() {
         }
     }
 }
+
+/// A container on two networks, both with the default route in IPAM (or `isDefaultGateway`),
+/// and an IPAM route to the network's own subnet: both implementations succeed and leave
+/// the same routing tables.
+#[test]
+fn two_networks_and_own_subnet_routes_match_the_reference() {
+    use common::routes::{default_route, network, tables_after_two_adds, DIFFERENTIAL_VERSIONS};
+    if !reference_or_skip() {
+        return;
+    }
+    type Make = fn(&TestEnv, &str, bool, usize) -> Value;
+    let cases: [(&str, Make); 3] = [
+        ("ipam default", |env, v, v6, n| {
+            network_conf(env, v, n, v6, default_route(n, v6))
+        }),
+        ("isDefaultGateway", |env, v, v6, n| {
+            let mut c = network_conf(env, v, n, v6, json!([]));
+            c["isDefaultGateway"] = json!(true);
+            c
+        }),
+        ("own subnet", |env, v, v6, n| {
+            network_conf(env, v, n, v6, json!([{"dst": network(n, v6).subnet}]))
+        }),
+    ];
+    for v in DIFFERENTIAL_VERSIONS {
+        for v6 in [false, true] {
+            for (what, make) in cases {
+                let tables = [Side::Reference, Side::Cnibox].map(|side| {
+                    let env = TestEnv::new();
+                    let ctr = env.container();
+                    tables_after_two_adds(&|| call(&env, side), &ctr, v6, &|n| make(&env, v, v6, n))
+                });
+                assert_eq!(tables[1], tables[0], "{v} v6={v6} {what}: cnibox, then the reference");
+            }
+        }
+    }
+}
+
+/// CHECK after a routing daemon appended a next hop to the container's IPv6 default route
+/// (now multipath): both implementations find the gateway among the next hops.
+#[test]
+fn check_with_a_multipath_default_route_matches_the_reference() {
+    if !reference_or_skip() {
+        return;
+    }
+    for side in [Side::Reference, Side::Cnibox] {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = network_conf(&env, "1.0.0", 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
+        common::routes::multipath_check_case(&|| call(&env, side), &ctr, &c);
+    }
+}

@@ -1046,41 +1046,8 @@ fn help_and_usage_errors() {
     assert!(out.stderr.contains("invalid CNI_ARGS pair \"\""), "{out:?}");
 }
 
-/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
-/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
 fn libcni_tool(w: &World) -> Option<PathBuf> {
-    let go_ok = Command::new("go")
-        .arg("version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !go_ok {
-        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
-        return None;
-    }
-    let gopath = Path::new("/usr/share/gocode");
-    assert!(
-        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
-        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
-    );
-    let out = w.env.tmp.path().join("libcni_tool");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
-    let build = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", gopath)
-        .env("GOFLAGS", "")
-        .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
-        .output()
-        .unwrap();
-    assert!(
-        build.status.success(),
-        "go build failed: {}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    Some(out)
+    common::libcni_tool(w.env.tmp.path())
 }
 
 impl World {
@@ -1183,4 +1150,76 @@ fn cache_files_match_libcni_byte_for_byte() {
         .replace(r#""netns":"/run/netns/same","#, "")
         .replace(r#""containerId":"rs""#, r#""containerId":"go""#);
     assert_eq!(ours, go);
+}
+
+/// sandbox-status picks the pod IPs as containerd 1.6's PodSandboxStatus does: the
+/// `cni-loopback` attachment containerd adds on `lo` is never a pod IP, IPv4 is preferred
+/// for `ip` though the IPv6 range came first (`--ip-pref ipv6` prefers IPv6), and every
+/// address of the primary interface is listed.
+#[test]
+fn sandbox_status_is_what_containerd_reports() {
+    for v in ALL_VERSIONS {
+        let w = World::new();
+        let ctr = w.env.container();
+        let loopback = json!({"cniVersion": "0.3.1", "name": "cni-loopback", "plugins": [{"type": "loopback"}]});
+        w.write_conf("99-loopback.conflist", &loopback);
+        let old_shape = matches!(*v, "0.1.0" | "0.2.0");
+        let result = if old_shape {
+            json!({"cniVersion": v, "ip4": {"ip": "10.1.0.2/24"}, "ip6": {"ip": "fd00::5/64"}})
+        } else {
+            let ip = |version: &str, address: &str| json!({"version": version, "address": address, "interface": 0});
+            json!({"cniVersion": v, "interfaces": [{"name": "eth0", "sandbox": ctr.path_str()}],
+                   "ips": [ip("6", "fd00::5/64"), ip("4", "10.1.0.2/24"), ip("4", "10.1.0.9/24")]})
+        };
+        let pods = conflist(
+            "pods",
+            v,
+            vec![json!({"type": "recorder", "tag": "p", "result": result})],
+        );
+        w.write_conf("10-pods.conflist", &pods);
+        for (net, ifname) in [("cni-loopback", "lo"), ("pods", "eth0")] {
+            w.cnitool(&["add", net, ctr.path_str(), "--container-id", "pod"])
+                .env("CNI_IFNAME", ifname)
+                .run()
+                .success();
+        }
+        let status = |pref: &[&str]| {
+            let mut args = vec!["sandbox-status", "pod"];
+            args.extend(pref);
+            let s = w.cnitool(&args).run().success();
+            (s["ip"].clone(), s["additionalIps"].clone())
+        };
+        let (v4_first, v6_first) = if old_shape {
+            (
+                (json!("10.1.0.2"), json!(["fd00::5"])),
+                (json!("fd00::5"), json!(["10.1.0.2"])),
+            )
+        } else {
+            (
+                (json!("10.1.0.2"), json!(["fd00::5", "10.1.0.9"])),
+                (json!("fd00::5"), json!(["10.1.0.2", "10.1.0.9"])),
+            )
+        };
+        assert_eq!(status(&[]), v4_first, "{v}");
+        assert_eq!(status(&["--ip-pref", "ipv4"]), v4_first, "{v}");
+        assert_eq!(status(&["--ip-pref", "ipv6"]), v6_first, "{v}");
+        let out = w.cnitool(&["sandbox-status", "pod", "--ip-pref", "v6"]).run();
+        assert_ne!(out.code, 0);
+        assert!(out.stderr.contains("invalid IP preference \"v6\""), "{out:?}");
+        // the loopback attachment is still listed, with its addresses
+        let s = w.cnitool(&["sandbox-status", "pod"]).run().success();
+        let lo = s["attachments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["ifname"] == "lo")
+            .cloned();
+        assert_eq!(lo.unwrap()["network"], "cni-loopback", "{s}");
+        for (net, ifname) in [("pods", "eth0"), ("cni-loopback", "lo")] {
+            w.cnitool(&["del", net, ctr.path_str(), "--container-id", "pod"])
+                .env("CNI_IFNAME", ifname)
+                .run()
+                .success();
+        }
+    }
 }

@@ -4,10 +4,11 @@
 # tests (runc too); jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
 # golang-github-appc-cni-dev: the libcni interop test; time/strace, go-cni (containerd's
-# client library) and netavark (podman's network backend): make bench.
+# client library) and netavark (podman's network backend): make bench; docker.io: the Docker
+# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons).
 set -eu
 PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
-golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark"
+golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark docker.io"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do
@@ -29,5 +30,19 @@ export DEBIAN_FRONTEND=noninteractive
 # Several test runs may install at once: wait for the dpkg lock instead of failing.
 APT="apt-get -o DPkg::Lock::Timeout=600"
 $APT update -qq
+# docker.io and containerd start their system daemons from their postinst (through invoke-rc.d
+# where there is no systemd). The tests run daemons of their own, isolated; a system dockerd
+# would take over the host's network (docker0, iptables). A policy-rc.d that refuses every
+# start keeps them down during the install (an existing one is left as it is).
+POLICY=/usr/sbin/policy-rc.d
+guard=""
+if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\n# written by cnibox tests/deps.sh for the duration of an install\nexit 101\n' >"$POLICY"
+    chmod 0755 "$POLICY"
+    guard=1
+fi
+status=0
 # shellcheck disable=SC2086
-$APT install -y -qq --no-install-recommends $missing >/dev/null
+$APT install -y -qq --no-install-recommends $missing >/dev/null || status=$?
+if [ -n "$guard" ]; then rm -f "$POLICY"; fi
+exit "$status"

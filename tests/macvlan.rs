@@ -7,6 +7,10 @@
 mod common;
 mod plugin_state;
 
+use common::routes::{
+    assert_own_subnet_routed_both_ways, default_route, make_network, multipath_check_case, network,
+    tables_after_two_adds, two_networks_case, without_dad, DIFFERENTIAL_VERSIONS,
+};
 use common::{Netns, TestEnv, ALL_VERSIONS};
 use plugin_state::*;
 use serde_json::{json, Value};
@@ -903,4 +907,109 @@ fn empty_ipam_result_removes_the_link_and_releases() {
     assert_eq!(w.call("ADD", &c).failure(999), "IPAM plugin returned missing IP config");
     assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n");
     w.assert_clean("empty IPAM result");
+}
+
+/// Network `n` (0 or 1) of one family for the tests of a container on two networks: master
+/// `mst<n>` in the host namespace, its own name and subnet, IPAM `routes`; no IPv6 DAD in
+/// the container.
+fn network_conf(w: &World, version: &str, n: usize, v6: bool, routes: Value) -> Value {
+    if n > 0 && !w.env.host.has_link("mst1") {
+        w.env
+            .host
+            .ip(&["link", "add", "mst1", "type", "veth", "peer", "name", "mst1p"]);
+        w.env.host.ip(&["link", "set", "mst1", "up"]);
+        w.env.host.ip(&["link", "set", "mst1p", "up"]);
+    }
+    without_dad(&w.ns);
+    let mut c = w.conf(version, json!({}));
+    make_network(&mut c, n, v6, routes);
+    c["master"] = json!(["mst0", "mst1"][n]);
+    c
+}
+
+/// Two macvlan networks whose IPAM both carry the default route: the second ADD succeeds
+/// and the container has a default route via each gateway (see `two_networks_case`).
+#[test]
+fn a_container_on_two_networks_gets_a_default_route_from_each() {
+    for v in ALL_VERSIONS {
+        for v6 in [false, true] {
+            let w = World::new(Placement::Host);
+            two_networks_case(&|| w.env.call("macvlan"), &w.ns, v, v6, &|n| {
+                network_conf(&w, v, n, v6, default_route(n, v6))
+            });
+            w.assert_clean(v);
+        }
+    }
+}
+
+/// An IPAM route to the network's own subnet goes in beside the kernel's subnet route.
+#[test]
+fn an_ipam_route_to_the_own_subnet_is_added_beside_the_kernel_route() {
+    for v in ALL_VERSIONS {
+        for v6 in [false, true] {
+            let w = World::new(Placement::Host);
+            let net = network(0, v6);
+            let c = network_conf(&w, v, 0, v6, json!([{"dst": net.subnet}]));
+            let r = w
+                .env
+                .call("macvlan")
+                .exec("ADD", "own", w.ns.path_str(), net.ifname, &c)
+                .success();
+            assert_own_subnet_routed_both_ways(&w.ns, &net, v);
+            if at_least(v, "0.4.0") {
+                w.env
+                    .call("macvlan")
+                    .exec("CHECK", "own", w.ns.path_str(), net.ifname, &with_prev(&c, &r))
+                    .success();
+            }
+            w.env
+                .call("macvlan")
+                .exec("DEL", "own", w.ns.path_str(), net.ifname, &c)
+                .success();
+        }
+    }
+}
+
+#[test]
+fn check_passes_after_the_default_route_became_multipath() {
+    for v in ALL_VERSIONS.iter().filter(|v| at_least(v, "0.4.0")) {
+        let w = World::new(Placement::Host);
+        let c = network_conf(&w, v, 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
+        multipath_check_case(&|| w.env.call("macvlan"), &w.ns, &c);
+    }
+}
+
+/// Both implementations succeed on the second network (default routes, or a route to the
+/// own subnet) and leave the same routing tables.
+#[test]
+fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    for v in DIFFERENTIAL_VERSIONS.iter().copied() {
+        for v6 in [false, true] {
+            for own_subnet in [false, true] {
+                let tables = [true, false].map(|ours| {
+                    let w = World::new(Placement::Host);
+                    let call = || {
+                        if ours {
+                            w.env.call("macvlan")
+                        } else {
+                            w.env.reference("macvlan").expect("checked above")
+                        }
+                    };
+                    let conf = |n: usize| {
+                        let net = network(n, v6);
+                        let dst = if own_subnet { net.subnet } else { net.default };
+                        network_conf(&w, v, n, v6, json!([{ "dst": dst }]))
+                    };
+                    tables_after_two_adds(&call, &w.ns, v6, &conf)
+                });
+                assert_eq!(
+                    tables[0], tables[1],
+                    "{v} v6={v6} own={own_subnet}: cnibox, then the reference"
+                );
+            }
+        }
+    }
 }

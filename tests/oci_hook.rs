@@ -420,3 +420,54 @@ fn a_failed_add_reports_its_cause_once_before_cleanup_warnings() {
         );
     }
 }
+
+/// Regression (#18): a container given a namespace by path is configured when the namespace
+/// is fresh (Docker's sandbox, a CRI pause namespace) and left alone when another container
+/// already has its interface there; the joiner's hooks never touch the owner's eth0.
+#[test]
+fn a_namespace_given_by_path_is_configured_once_and_joiners_are_left_alone() {
+    let w = World::new(67, None);
+    let shared = w.env.container();
+    let in_shared = |name: &str, args: &[&str]| {
+        let b = w.bundle(name, args, true, json!({}));
+        let path = b.join("config.json");
+        let mut c: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for n in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            if n["type"] == "network" {
+                n["path"] = json!(shared.path_str());
+            }
+        }
+        std::fs::write(&path, serde_json::to_vec(&c).unwrap()).unwrap();
+        b
+    };
+    let owner = in_shared("owner", DETACHED);
+    ok(&w.runtime(
+        Runtime::Crun,
+        &["run", "--detach", "--bundle", owner.to_str().unwrap(), "owner"],
+    ));
+    assert!(shared.has_link("eth0"), "{}", w.log());
+    let mac = shared.ip_json(&["link", "show", "eth0"])[0]["address"].clone();
+    let reserved = w.reservations();
+    assert_eq!(reserved.len(), 1);
+
+    let joiner = in_shared("joiner", &["sh", "-c", "ip -4 addr show eth0"]);
+    let out = ok(&w.runtime(Runtime::Crun, &["run", "--bundle", joiner.to_str().unwrap(), "joiner"]));
+    assert!(out.contains(&format!("inet {}/24", reserved[0])), "{out}");
+    assert!(
+        w.log().contains("which already has eth0: another container's"),
+        "{}",
+        w.log()
+    );
+    assert_eq!(
+        shared.ip_json(&["link", "show", "eth0"])[0]["address"],
+        mac,
+        "the owner keeps eth0"
+    );
+    assert_eq!(w.reservations(), reserved);
+    assert_eq!(w.cache_files().len(), 1);
+
+    ok(&w.runtime(Runtime::Crun, &["kill", "owner", "KILL"]));
+    let _ = w.runtime(Runtime::Crun, &["delete", "--force", "owner"]);
+    w.assert_clean();
+    assert!(!shared.has_link("eth0"), "the owner's DEL removed its eth0");
+}

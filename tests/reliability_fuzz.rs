@@ -195,11 +195,8 @@ fn judge(call: &Call, out: &Outcome) -> Result<(), String> {
 /// Confines an input's host-local paths to `dir`: a `dataDir` elsewhere (or absent, which
 /// means /var/lib/cni/networks) and a `resolvConf` elsewhere are rewritten; other inputs
 /// are left byte for byte.
-fn confine(stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
+fn confine(applet: &str, stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(&stdin) else {
-        return stdin;
-    };
-    let Some(ipam) = v.get_mut("ipam").and_then(Value::as_object_mut) else {
         return stdin;
     };
     // below the directory, not merely sharing its name's prefix ("/tmp/x" vs "/tmp/x+data")
@@ -209,6 +206,26 @@ fn confine(stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
         _ => false,
     };
     let mut changed = false;
+    // tuning keeps its saved state in the config's own dataDir (default /run/cni/tuning),
+    // firewall its address records (default /run/cni/firewall)
+    if applet == "tuning" || applet == "firewall" {
+        match v.as_object_mut() {
+            Some(obj) if !inside(obj.get("dataDir")) => {
+                obj.insert("dataDir".into(), json!(dir.join(applet)));
+                changed = true;
+            }
+            Some(_) => {}
+            // not an object: the plugin fails to decode it before touching the disk
+            None => return stdin,
+        }
+    }
+    let Some(ipam) = v.get_mut("ipam").and_then(Value::as_object_mut) else {
+        return if changed {
+            serde_json::to_vec(&v).unwrap()
+        } else {
+            stdin
+        };
+    };
     if !inside(ipam.get("dataDir")) {
         ipam.insert("dataDir".into(), json!(dir.join("data")));
         changed = true;
@@ -252,9 +269,27 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
             "macvlan" => {
                 json!({"cniVersion": v, "name": "fznet", "type": "macvlan", "master": "fzm0", "mode": "bridge", "ipam": ipam})
             }
+            "portmap" => {
+                let (backend, conditions) = match i % 2 {
+                    0 => ("nftables", json!(["ip saddr 10.0.0.0/8"])),
+                    _ => ("iptables", json!(["-s", "10.0.0.0/8"])),
+                };
+                json!({"cniVersion": v, "name": "fznet", "type": "portmap", "backend": backend,
+                       "snat": i % 3 != 0, "markMasqBit": i % 32, "masqAll": i % 4 == 1,
+                       "conditionsV4": conditions})
+            }
+            "loopback" => json!({"cniVersion": v, "name": "fznet", "type": "loopback"}),
+            // chained (prevResult below); eth0 is a veth in one of the fuzz containers
+            "tuning" => json!({"cniVersion": v, "name": "fznet", "type": "tuning", "dataDir": dir.join("tuning"),
+                               "mtu": ([0, 1400, 1500][i % 3]), "promisc": i % 2 == 0, "allmulti": i % 3 == 0,
+                               "txQLen": ([500, 1000][i % 2]), "mac": (["", "c2:00:00:00:00:0a"][i % 2]),
+                               "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1", "net.core.somaxconn": "512"}}),
+            "bandwidth" => json!({"cniVersion": v, "name": "fznet", "type": "bandwidth",
+                                  "ingressRate": ([0, 8000, 80000][i % 3]), "ingressBurst": ([0, 800, 8000][i % 3]),
+                                  "egressRate": ([8000, 0][i % 2]), "egressBurst": ([8000, 0][i % 2])}),
             // chained: everything it acts on comes from prevResult (added below)
             "firewall" => json!({"cniVersion": v, "name": "fznet", "type": "firewall",
-                                 "backend": (["iptables", "", "iptables", "firewalld"][i % 4]),
+                                 "backend": (["iptables", "", "nftables", "firewalld"][i % 4]),
                                  "ingressPolicy": (["open", "same-bridge", "isolated", ""][i % 4]),
                                  "iptablesAdminChainName": (["", "FZ-ADMIN"][i % 2])}),
             other => {
@@ -265,12 +300,24 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
             c["runtimeConfig"] = json!({"ips": ["10.1.2.7/24"], "mac": "de:ad:be:ef:00:01"});
             c["args"] = json!({"cni": {"ips": ["10.1.2.8"]}});
         }
+        if applet == "portmap" {
+            c["runtimeConfig"] = json!({"portMappings": [
+                {"hostPort": 8080 + i, "containerPort": 80, "protocol": "tcp"},
+                {"hostPort": 5353, "containerPort": 53, "protocol": "udp", "hostIP": "10.1.2.1"},
+                {"hostPort": 8443, "containerPort": 443, "protocol": "sctp", "hostIP": "2001:db8:1::1"},
+            ]});
+        }
         if *v >= "0.3.0" {
             let mut prev = json!({"cniVersion": v, "interfaces": [{"name": "eth0", "sandbox": "/x"}],
                                   "ips": [{"address": "10.1.2.7/24", "gateway": "10.1.2.1", "interface": 0}],
                                   "routes": [{"dst": "0.0.0.0/0"}], "dns": {"nameservers": ["10.1.2.1"]}});
             if *v < "1.0.0" {
                 prev["ips"][0]["version"] = json!("4");
+            }
+            if applet == "bandwidth" {
+                // the host end first, as bridge and ptp list it
+                prev["interfaces"] = json!([{"name": "fzv0"}, {"name": "eth0", "sandbox": "/x"}]);
+                prev["ips"][0]["interface"] = json!(1);
             }
             c["prevResult"] = prev;
         }
@@ -379,6 +426,13 @@ fn fuzz_plugin(applet: &str) {
         // both ends up: without a carrier IPv6 DAD never ends and ADD waits out its timeout
         run_ok(std::process::Command::new("ip").args(["link", "set", "fzm0", "up"]));
         run_ok(std::process::Command::new("ip").args(["link", "set", "fzm0p", "up"]));
+        // eth0 of the first container is a veth whose host end (fzv0) is here: the chained
+        // seeds (tuning, bandwidth) act on it
+        let first = container_paths[0].rsplit('/').next().unwrap().to_string();
+        run_ok(std::process::Command::new("ip").args([
+            "link", "add", "fzv0", "type", "veth", "peer", "name", "eth0", "netns", &first,
+        ]));
+        run_ok(std::process::Command::new("ip").args(["link", "set", "fzv0", "up"]));
         let mut r = Rng::from_env(&applet_name);
         let seeds = seeds(&applet_name, &dir);
         let bin_dir = bin.to_str().unwrap().to_string();
@@ -419,7 +473,7 @@ fn fuzz_plugin(applet: &str) {
             }
             let call = Call {
                 env: gen_env(&mut r, &bin_dir, &container_paths, &own_netns_path()),
-                stdin: confine(gen_input(&mut r, &seeds), &dir),
+                stdin: confine(&applet_name, gen_input(&mut r, &seeds), &dir),
                 own: own_netns_path(),
                 versions: plugin.versions(),
             };
@@ -489,6 +543,11 @@ fn fuzz_veth_entry_point() {
 }
 
 #[test]
+fn fuzz_portmap_entry_point() {
+    fuzz_plugin("portmap");
+}
+
+#[test]
 fn fuzz_ptp_entry_point() {
     fuzz_plugin("ptp");
 }
@@ -496,6 +555,21 @@ fn fuzz_ptp_entry_point() {
 #[test]
 fn fuzz_macvlan_entry_point() {
     fuzz_plugin("macvlan");
+}
+
+#[test]
+fn fuzz_loopback_entry_point() {
+    fuzz_plugin("loopback");
+}
+
+#[test]
+fn fuzz_tuning_entry_point() {
+    fuzz_plugin("tuning");
+}
+
+#[test]
+fn fuzz_bandwidth_entry_point() {
+    fuzz_plugin("bandwidth");
 }
 
 /// Go's `types.LoadArgs` into a struct with fields `known`, written from its description.
@@ -775,7 +849,7 @@ fn fuzz_oci_state() {
         });
         match res {
             Err(_) => failures.push(format!("panic on {:?}", String::from_utf8_lossy(&bytes))),
-            Ok(Err(e)) if e.0.is_empty() => failures.push("empty error".into()),
+            Ok(Err(e)) if e.to_string().is_empty() => failures.push("empty error".into()),
             Ok(Err(_)) => {}
             Ok(Ok((s, phase))) => {
                 parsed += 1;
@@ -876,7 +950,7 @@ fn fuzz_binary_runs_keep_the_protocol() {
             }
             let call = Call {
                 env: gen_env(&mut r, env.bin_dir.to_str().unwrap(), &container_paths, &own),
-                stdin: confine(gen_input(&mut r, &seeds), &dir),
+                stdin: confine(applet, gen_input(&mut r, &seeds), &dir),
                 own: own.clone(),
                 versions: cnibox::applets::plugin(applet).expect("a plugin").versions(),
             };

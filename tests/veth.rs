@@ -3,6 +3,10 @@
 mod common;
 mod plugin_state;
 
+use common::routes::{
+    default_route, make_network, multipath_check_case, tables_after_two_adds, two_networks_case, without_dad,
+    DIFFERENTIAL_VERSIONS,
+};
 use common::{Netns, TestEnv, ALL_VERSIONS};
 use plugin_state::*;
 use serde_json::{json, Value};
@@ -819,5 +823,114 @@ fn ipam_results_without_gateway_or_addresses_are_released() {
         assert_eq!(std::fs::read_to_string(&record).unwrap(), "ADD\nDEL\n", "{want}");
         assert!(!ns.has_link("eth0"));
         assert!(host_veths(&env).is_empty());
+    }
+}
+
+/// Network `n` (0 or 1) of one family for the tests of a container on two networks: its
+/// own name and subnet, IPAM `routes`, no masquerade.
+fn network_conf(env: &TestEnv, version: &str, n: usize, v6: bool, routes: Value) -> Value {
+    let mut c = conf(env, version, json!({"ipMasq": false}));
+    make_network(&mut c, n, v6, routes);
+    c
+}
+
+/// Two veth networks whose IPAM both carry the default route: the second ADD succeeds and
+/// the container has a default route via each gateway (see `two_networks_case`).
+#[test]
+fn a_container_on_two_networks_gets_a_default_route_from_each() {
+    for v in ALL_VERSIONS {
+        for v6 in [false, true] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            two_networks_case(&|| env.call("ptp"), &ctr, v, v6, &|n| {
+                network_conf(&env, v, n, v6, default_route(n, v6))
+            });
+            assert_clean(&env, Some(&ctr), v);
+        }
+    }
+}
+
+#[test]
+fn check_passes_after_the_default_route_became_multipath() {
+    for v in ALL_VERSIONS.iter().filter(|v| at_least(v, "0.4.0")) {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = network_conf(&env, v, 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
+        multipath_check_case(&|| env.call("ptp"), &ctr, &c);
+    }
+}
+
+/// Both implementations succeed on the second network and leave the same routing tables.
+#[test]
+fn differential_two_networks_with_default_routes_match_the_reference() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    for v in DIFFERENTIAL_VERSIONS.iter().copied() {
+        for v6 in [false, true] {
+            let tables = [true, false].map(|ours| {
+                let env = TestEnv::new();
+                let ctr = env.container();
+                without_dad(&ctr);
+                let call = || {
+                    if ours {
+                        env.call("ptp")
+                    } else {
+                        env.reference("ptp").expect("checked above")
+                    }
+                };
+                tables_after_two_adds(&call, &ctr, v6, &|n| network_conf(&env, v, n, v6, default_route(n, v6)))
+            });
+            assert_eq!(tables[0], tables[1], "{v} v6={v6}: cnibox, then the reference");
+        }
+    }
+}
+
+/// On a machine without nft, iptables or any other sbin tool: masquerade over nf_tables
+/// needs none; the iptables backend fails ADD saying what to install and leaves nothing.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for backend in ["nftables", "iptables"] {
+            let env = TestEnv::new();
+            let ns = env.container();
+            let c = conf(&env, v, json!({"ipMasqBackend": backend}));
+            let out = env
+                .call("ptp")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ns.path_str(), "eth0", &c);
+            if backend == "iptables" {
+                assert_eq!(
+                    out.failure(999),
+                    common::missing_iptables_message("iptables-restore"),
+                    "{v}"
+                );
+            } else {
+                out.success();
+                assert_eq!(masq_rules(&env.host).len(), 1, "{v}");
+            }
+            env.call("ptp")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ns.path_str(), "eth0", &c)
+                .success();
+            assert_clean(&env, Some(&ns), v);
+        }
+    }
+}
+
+/// Both ends get their MACs in the create request: the kernel records them as set (3),
+/// not random (1), so udev's `MACAddressPolicy=persistent` leaves them alone.
+#[test]
+fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
+    for v in ALL_VERSIONS {
+        let env = TestEnv::new();
+        let ns = env.container();
+        let c = conf(&env, v, json!({}));
+        add(&env, &c, &ns, "macs");
+        let host_veth = host_veths(&env).pop().unwrap();
+        assert_eq!(env.host.addr_assign_type(&host_veth), "3", "{v}: host end");
+        assert_eq!(ns.addr_assign_type("eth0"), "3", "{v}: container end");
+        env.call("ptp").exec("DEL", "macs", ns.path_str(), "eth0", &c).success();
+        assert_clean(&env, Some(&ns), v);
     }
 }

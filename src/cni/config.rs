@@ -60,6 +60,19 @@ pub fn ipam_type(config: &Value) -> Result<Option<String>, Error> {
         .map(str::to_string))
 }
 
+/// The `mtu` a link is created with, from the config's integer: absent, zero or negative
+/// leave the kernel's default (Go's netlink sends an MTU only when it is positive); one
+/// that no link can have is an error. The plugin adds its context.
+pub fn link_mtu(mtu: Option<i64>) -> Result<Option<u32>, Error> {
+    match mtu {
+        None => Ok(None),
+        Some(m) if m <= 0 => Ok(None),
+        Some(m) => u32::try_from(m)
+            .map(Some)
+            .map_err(|_| Error::internal(format!("mtu {m} is out of range"))),
+    }
+}
+
 /// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared.
 pub fn runtime_config(config: &Value) -> Result<Option<&Map<String, Value>>, Error> {
     match config.as_object() {
@@ -438,5 +451,15 @@ mod tests {
         assert_eq!(e.msg, r#"ARGS: unknown args ["K8S_POD_NAME=p"]"#);
         let e = macvlan_requested_mac(&req(json!({}), "MAC")).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: invalid pair "MAC""#);
+    }
+
+    #[test]
+    fn link_mtu_means_the_same_in_every_plugin() {
+        assert_eq!(link_mtu(None).unwrap(), None);
+        assert_eq!(link_mtu(Some(0)).unwrap(), None, "zero: the kernel's default");
+        assert_eq!(link_mtu(Some(-1)).unwrap(), None, "negative: not sent, as Go's netlink");
+        assert_eq!(link_mtu(Some(1400)).unwrap(), Some(1400));
+        let e = link_mtu(Some(1 << 33)).unwrap_err();
+        assert_eq!((e.code, e.msg.as_str()), (999, "mtu 8589934592 is out of range"));
     }
 }

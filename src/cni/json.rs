@@ -23,11 +23,35 @@ pub fn type_error(v: &Value, path: &str, ty: &str) -> Error {
     ))
 }
 
-fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.get(key).filter(|v| !v.is_null())
+/// Something with named members: a JSON object, or any JSON value (a value that is not an
+/// object has no members, as Go sees a struct field of a non-object).
+pub trait Fields {
+    fn field(&self, key: &str) -> Option<&Value>;
 }
 
-pub fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result<Option<&'a str>, Error> {
+impl Fields for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+}
+
+impl Fields for Value {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+}
+
+impl Fields for std::borrow::Cow<'_, Map<String, Value>> {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.get(key)
+    }
+}
+
+fn present<'a, F: Fields + ?Sized>(obj: &'a F, key: &str) -> Option<&'a Value> {
+    obj.field(key).filter(|v| !v.is_null())
+}
+
+pub fn opt_str<'a, F: Fields + ?Sized>(obj: &'a F, key: &str, path: &str) -> Result<Option<&'a str>, Error> {
     match present(obj, key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -36,7 +60,7 @@ pub fn opt_str<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result
 }
 
 /// A Go `bool` field.
-pub fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<bool>, Error> {
+pub fn opt_bool<F: Fields + ?Sized>(obj: &F, key: &str, path: &str) -> Result<Option<bool>, Error> {
     match present(obj, key) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -45,7 +69,7 @@ pub fn opt_bool(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Optio
 }
 
 /// An integer field (Go `int`); fractions and out-of-range values are errors.
-pub fn opt_int(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<i64>, Error> {
+pub fn opt_int<F: Fields + ?Sized>(obj: &F, key: &str, path: &str) -> Result<Option<i64>, Error> {
     match present(obj, key) {
         None => Ok(None),
         Some(v @ Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| {
@@ -58,7 +82,7 @@ pub fn opt_int(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option
 }
 
 /// A non-negative integer that must fit `T` (MTUs, table ids, indexes).
-pub fn opt_uint<T: TryFrom<i64>>(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<T>, Error> {
+pub fn opt_uint<T: TryFrom<i64>>(obj: &(impl Fields + ?Sized), key: &str, path: &str) -> Result<Option<T>, Error> {
     match opt_int(obj, key, path)? {
         None => Ok(None),
         Some(n) => T::try_from(n)
@@ -68,7 +92,7 @@ pub fn opt_uint<T: TryFrom<i64>>(obj: &Map<String, Value>, key: &str, path: &str
 }
 
 /// A `[]string`: `null`/absent is `None`, `[]` is `Some(empty)` (the distinction DNS needs).
-pub fn opt_str_list(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Vec<String>>, Error> {
+pub fn opt_str_list<F: Fields + ?Sized>(obj: &F, key: &str, path: &str) -> Result<Option<Vec<String>>, Error> {
     match present(obj, key) {
         None => Ok(None),
         Some(Value::Array(items)) => items
@@ -85,16 +109,26 @@ pub fn opt_str_list(obj: &Map<String, Value>, key: &str, path: &str) -> Result<O
 }
 
 /// A list of objects (or anything, left to the caller); `null`/absent is empty.
-pub fn opt_array<'a>(obj: &'a Map<String, Value>, key: &str, path: &str) -> Result<&'a [Value], Error> {
+pub fn opt_array<'a, F: Fields + ?Sized>(obj: &'a F, key: &str, path: &str) -> Result<&'a [Value], Error> {
+    Ok(opt_list(obj, key, path, "[]")?.unwrap_or(&[]))
+}
+
+/// A list whose Go type the error names (`[]allocator.RangeSet`); `null`/absent is `None`.
+pub fn opt_list<'a, F: Fields + ?Sized>(
+    obj: &'a F,
+    key: &str,
+    path: &str,
+    go_type: &str,
+) -> Result<Option<&'a [Value]>, Error> {
     match present(obj, key) {
-        None => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
-        Some(v) => Err(type_error(v, path, "[]")),
+        None => Ok(None),
+        Some(Value::Array(items)) => Ok(Some(items)),
+        Some(v) => Err(type_error(v, path, go_type)),
     }
 }
 
-pub fn opt_object<'a>(
-    obj: &'a Map<String, Value>,
+pub fn opt_object<'a, F: Fields + ?Sized>(
+    obj: &'a F,
     key: &str,
     path: &str,
 ) -> Result<Option<&'a Map<String, Value>>, Error> {

@@ -33,6 +33,12 @@ pub fn netns_mode(config: &Value) -> NetnsMode {
     }
 }
 
+/// A namespace reached through a process (`/proc/<pid>/ns/net`, what Docker writes for
+/// `--net container:A`): that process's, never one made for this container.
+pub fn is_process_netns(path: &str) -> bool {
+    std::path::Path::new(path).starts_with("/proc")
+}
+
 /// Add a createRuntime hook (`<exe> oci-hook add …`) and a poststop hook
 /// (`<exe> oci-hook del …`) unless an identical entry is already there, so wrapping the
 /// same bundle twice does not run the hooks twice.
@@ -86,6 +92,10 @@ mod tests {
             NetnsMode::Host
         );
         assert_eq!(netns_mode(&json!({})), NetnsMode::Host);
+        assert!(is_process_netns("/proc/4242/ns/net"));
+        assert!(is_process_netns("/proc/4242/task/4243/ns/net"));
+        assert!(!is_process_netns("/run/docker/netns/3f2a9c"));
+        assert!(!is_process_netns("/procfs/x"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! * `oci-wrap` stands in for the runtime and adds those hooks to each bundle it creates.
 pub mod bundle;
 pub mod run;
+pub mod settings;
 pub mod state;
 pub mod wrap;
 

@@ -6,6 +6,7 @@
 //! namespace), so it releases addresses and host-side state even when the namespace is
 //! gone, and succeeds when there is nothing to do.
 use super::bundle::{self, NetnsMode};
+use super::settings::Settings;
 use super::state::{Phase, State, MAX_STATE_BYTES};
 use crate::netns::Netns;
 use crate::runtime::conflist::{self, NetworkList};
@@ -15,10 +16,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-/// Annotation naming the networks (comma list) when `--network` is not given.
-pub const NETWORKS_ANNOTATION: &str = "cni.cnibox.io/networks";
-/// Annotation with static IPs (comma list) for the first network (`runtimeConfig.ips`).
-pub const IPS_ANNOTATION: &str = "cni.cnibox.io/ips";
+pub use super::settings::{IPS_ANNOTATION, NETWORKS_ANNOTATION};
 
 #[derive(argh::FromArgs, Debug)]
 /// Attach an OCI container to CNI networks (createRuntime/prestart hook) or detach it
@@ -27,7 +25,8 @@ pub struct HookArgs {
     /// add or del (default: from the state's status)
     #[argh(positional)]
     pub phase: Option<String>,
-    /// network to attach, repeatable (default: the cni.cnibox.io/networks annotation, else
+    /// network to attach, repeatable (default: the cni.cnibox.io/networks annotation or
+    /// CNIBOX_NETWORKS in the container's environment, else
     /// the first network in the conf dir)
     #[argh(option)]
     pub network: Vec<String>,
@@ -74,14 +73,6 @@ pub fn ifname_for(base: &str, i: usize) -> String {
     let (stem, num) = base.split_at(base.len() - digits);
     let n: usize = num.parse().unwrap_or(0);
     format!("{stem}{}", n + i)
-}
-
-fn split_list(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// The applet.
@@ -157,15 +148,12 @@ fn run(args: &HookArgs, state: &State, log: &mut Log) -> Result<(), Failure> {
     }
 }
 
-/// The networks to attach, from options, then annotations, then the conf dir's first.
-fn networks(args: &HookArgs, state: &State, rt: &Runtime) -> Result<Vec<NetworkList>, String> {
+/// The networks to attach, from options, then the container's settings, then the conf
+/// dir's first.
+fn networks(args: &HookArgs, settings: &Settings, rt: &Runtime) -> Result<Vec<NetworkList>, String> {
     let mut names = args.network.clone();
     if names.is_empty() {
-        names = state
-            .annotations
-            .get(NETWORKS_ANNOTATION)
-            .map(|s| split_list(s))
-            .unwrap_or_default();
+        names = settings.networks.clone();
     }
     if names.is_empty() {
         return conflist::first(&args.conf_dir)
@@ -178,17 +166,33 @@ fn networks(args: &HookArgs, state: &State, rt: &Runtime) -> Result<Vec<NetworkL
         .collect()
 }
 
+/// The bundle's config.json, when the state names a bundle that has one.
+fn bundle_config(state: &State, log: &mut Log) -> Option<Value> {
+    if state.bundle.as_os_str().is_empty() {
+        return None;
+    }
+    bundle::read_config(&state.bundle)
+        .map_err(|e| log.line(format!("warning: {e}; relying on the namespace check")))
+        .ok()
+}
+
+/// Why the container's network namespace is not this container's to configure, if it is not.
+fn not_ours(mode: Option<&NetnsMode>) -> Option<String> {
+    match mode? {
+        NetnsMode::Host => Some("the container has no network namespace of its own".into()),
+        NetnsMode::Join(path) if bundle::is_process_netns(path) => Some(format!(
+            "the container joins the network namespace of another process ({path})"
+        )),
+        _ => None,
+    }
+}
+
 fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), Failure> {
-    if !state.bundle.as_os_str().is_empty() {
-        match bundle::read_config(&state.bundle) {
-            Ok(config) => {
-                if bundle::netns_mode(&config) == NetnsMode::Host {
-                    log.line("the container has no network namespace of its own; nothing to do");
-                    return Ok(());
-                }
-            }
-            Err(e) => log.line(format!("warning: {e}; relying on the namespace check")),
-        }
+    let config = bundle_config(state, log);
+    let mode = config.as_ref().map(bundle::netns_mode);
+    if let Some(why) = not_ours(mode.as_ref()) {
+        log.line(format!("{why}; nothing to do"));
+        return Ok(());
     }
     let pid = state
         .pid()
@@ -200,23 +204,33 @@ fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
         log.line("the container shares this hook's network namespace; not configuring the host");
         return Ok(());
     }
-    let lists = networks(args, state, rt)?;
-    let ips = state
-        .annotations
-        .get(IPS_ANNOTATION)
-        .map(|s| split_list(s))
-        .unwrap_or_default();
+    // A namespace made elsewhere (Docker's sandbox, `ip netns add`) is this container's
+    // unless another container already configured it.
+    let first_ifname = ifname_for(&args.ifname, 0);
+    if let Some(NetnsMode::Join(path)) = &mode {
+        if has_link(&netns, &first_ifname)? {
+            log.line(format!(
+                "the container joins {path}, which already has {first_ifname}: another container's; nothing to do"
+            ));
+            return Ok(());
+        }
+    }
+    let settings = Settings::read(&state.annotations, config.as_ref())?;
+    let lists = networks(args, &settings, rt)?;
+    if let Some(first) = lists.first() {
+        require_capabilities(first, &settings.capability_args())?;
+    }
     let mut done: Vec<(NetworkList, RuntimeConf)> = vec![];
     for (i, list) in lists.into_iter().enumerate() {
-        let mut capability_args = Map::new();
-        if i == 0 && !ips.is_empty() {
-            capability_args.insert("ips".into(), Value::from(ips.clone()));
-        }
+        let (capability_args, cni_args) = match i {
+            0 => (settings.capability_args(), settings.cni_args.clone()),
+            _ => (Map::new(), vec![]),
+        };
         let conf = RuntimeConf {
             container_id: state.id.clone(),
             netns: netns_path.clone(),
             ifname: ifname_for(&args.ifname, i),
-            args: vec![],
+            args: cni_args,
             capability_args,
         };
         // A re-created container (same ID) may still have an attachment: DEL it first so
@@ -258,6 +272,28 @@ fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
                 }
                 return Err(Failure::Logged);
             }
+        }
+    }
+    Ok(())
+}
+
+fn has_link(netns: &Netns, name: &str) -> Result<bool, String> {
+    let h = crate::netlink::Handle::open(netns).map_err(|e| e.to_string())?;
+    h.link_by_name(name)
+        .map(|l| l.is_some())
+        .map_err(|e| format!("look up {name} in the container's namespace: {e}"))
+}
+
+/// Capability arguments reach only plugins that declare them (libcni drops the rest): a
+/// requested address or MAC no plugin takes is an error, not a silently random one.
+fn require_capabilities(list: &NetworkList, caps: &Map<String, Value>) -> Result<(), String> {
+    for key in caps.keys() {
+        if !list.plugins.iter().any(|p| p.capabilities.get(key) == Some(&true)) {
+            return Err(format!(
+                "network {:?} has no plugin with the {key:?} capability (\"capabilities\": {{\"{key}\": true}}): \
+                 the requested {key} cannot be applied",
+                list.name
+            ));
         }
     }
     Ok(())
@@ -310,8 +346,15 @@ fn del(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
         }
     }
     // Without a cache entry (lost, or never written because the hook was killed), DEL the
-    // configured networks anyway: plugins release what they hold without a prevResult.
-    if let Ok(lists) = networks(args, state, rt) {
+    // configured networks anyway: plugins release what they hold without a prevResult. Not
+    // for a namespace ADD leaves alone: nothing was attached, and the interfaces there are
+    // another container's.
+    let config = bundle_config(state, log);
+    if not_ours(config.as_ref().map(bundle::netns_mode).as_ref()).is_some() {
+        return finish(errors);
+    }
+    let settings = Settings::read(&state.annotations, config.as_ref()).unwrap_or_default();
+    if let Ok(lists) = networks(args, &settings, rt) {
         for (i, list) in lists.into_iter().enumerate() {
             let ifname = ifname_for(&args.ifname, i);
             if seen.iter().any(|(n, f)| *n == list.name && *f == ifname) {
@@ -328,6 +371,10 @@ fn del(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
             }
         }
     }
+    finish(errors)
+}
+
+fn finish(errors: Vec<String>) -> Result<(), String> {
     if errors.is_empty() {
         Ok(())
     } else {
@@ -345,11 +392,5 @@ mod tests {
         assert_eq!(ifname_for("eth0", 2), "eth2");
         assert_eq!(ifname_for("net9", 1), "net10");
         assert_eq!(ifname_for("veth", 1), "veth1");
-    }
-
-    #[test]
-    fn lists_split_on_commas() {
-        assert_eq!(split_list(" a, b ,,c "), vec!["a", "b", "c"]);
-        assert!(split_list("").is_empty());
     }
 }

@@ -1,22 +1,30 @@
 //! `oci-wrap`: stand in for an OCI runtime (runc, crun) so that containers created through
 //! it get cnibox's hooks, e.g. `docker run --runtime cnibox …` where Docker's runtime entry
-//! is `cnibox oci-wrap --runtime /usr/bin/runc [hook options] --`.
+//! is `cnibox oci-wrap --runtime /usr/bin/runc [hook options] --`, or just the `oci-wrap`
+//! symlink (runc and the hook's default directories; no shell script in between).
 //!
 //! On `create` and `run` it adds the createRuntime and poststop hooks to the bundle's
 //! `config.json` (written atomically), then execs the real runtime with the original
 //! arguments unchanged; every other subcommand goes straight to the runtime.
+//!
+//! Its own options end at `--` or at the first argument that is not one of them, so a
+//! Docker `runtimeArgs` list works with or without a trailing `--` (dockerd appends the
+//! runtime's arguments to it). Its own errors also go where the runtime's would: the
+//! `--log FILE` of the runtime's arguments, in runc's format (`--log-format json` is what
+//! containerd's shim passes and what Docker reads back to explain a failed start).
 use super::bundle;
 use super::HookOptions;
 use std::ffi::OsString;
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 #[derive(argh::FromArgs, Debug)]
 /// Run an OCI runtime with cnibox's network hooks added to every container it creates.
-/// Usage: cnibox oci-wrap --runtime PATH [hook options] -- RUNTIME-ARGS…
+/// Usage: cnibox oci-wrap [--runtime PATH] [hook options] [--] RUNTIME-ARGS…
 pub struct WrapArgs {
-    /// the real OCI runtime (e.g. /usr/bin/runc)
-    #[argh(option)]
+    /// the real OCI runtime (default: runc, found on PATH)
+    #[argh(option, default = "PathBuf::from(\"runc\")")]
     pub runtime: PathBuf,
     #[argh(option)]
     /// network to attach (repeatable; passed to the hook)
@@ -36,9 +44,106 @@ pub struct WrapArgs {
     #[argh(option)]
     /// log file for the hook
     pub log_file: Option<PathBuf>,
-    /// the runtime's own arguments (after --)
-    #[argh(positional, greedy)]
-    pub runtime_args: Vec<String>,
+}
+
+/// The options of [`WrapArgs`], all of which take a value: where the wrapper's own
+/// arguments end and the runtime's begin.
+const OWN_OPTIONS: &[&str] = &[
+    "--runtime",
+    "--network",
+    "--conf-dir",
+    "--bin-dir",
+    "--cache-dir",
+    "--ifname",
+    "--log-file",
+];
+
+/// Split the command line into the wrapper's arguments and the runtime's: at `--`, or at
+/// the first argument that is not one of the wrapper's options.
+pub fn split_args(args: &[String]) -> (&[String], &[String]) {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            return (&args[..i], &args[i + 1..]);
+        }
+        if OWN_OPTIONS.contains(&a) {
+            i += 2;
+        } else if a == "--help" || a == "-h" {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let i = i.min(args.len());
+    (&args[..i], &args[i..])
+}
+
+/// The runtime's log (`--log FILE` among its global options), where runc writes its errors
+/// and where containerd's shim looks for the reason of a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeLog {
+    pub path: PathBuf,
+    pub json: bool,
+}
+
+impl RuntimeLog {
+    /// From the runtime's global options (before the subcommand).
+    pub fn find(runtime_args: &[String]) -> Option<RuntimeLog> {
+        let globals = match subcommand(runtime_args) {
+            Some((i, _)) => &runtime_args[..i],
+            None => runtime_args,
+        };
+        let (mut path, mut json) = (None, false);
+        let mut it = globals.iter();
+        while let Some(a) = it.next() {
+            let (flag, value) = match a.split_once('=') {
+                Some((f, v)) => (f, Some(v.to_string())),
+                None => (a.as_str(), None),
+            };
+            match flag {
+                "--log" => path = value.or_else(|| it.next().cloned()),
+                "--log-format" => json = value.or_else(|| it.next().cloned()).as_deref() == Some("json"),
+                _ => {}
+            }
+        }
+        path.filter(|p| !p.is_empty()).map(|p| RuntimeLog {
+            path: PathBuf::from(p),
+            json,
+        })
+    }
+
+    /// One error line as runc writes it: logrus's JSON or text layout.
+    pub fn line(&self, msg: &str, time: &str) -> String {
+        if self.json {
+            serde_json::json!({ "level": "error", "msg": msg, "time": time }).to_string()
+        } else {
+            format!("time={time:?} level=error msg={msg:?}")
+        }
+    }
+
+    fn append(&self, msg: &str) {
+        let time = crate::util::time::rfc3339_utc(std::time::SystemTime::now());
+        let line = self.line(msg, &time);
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = written {
+            eprintln!("cnibox oci-wrap: write {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// Report the wrapper's own failure on stderr and in the runtime's log; returns `code`.
+fn fail(log: Option<&RuntimeLog>, msg: &str, code: i32) -> i32 {
+    let msg = format!("cnibox oci-wrap: {msg}");
+    eprintln!("{msg}");
+    if let Some(l) = log {
+        l.append(&msg);
+    }
+    code
 }
 
 impl WrapArgs {
@@ -110,32 +215,43 @@ pub fn inject(bundle_dir: &Path, exe: &str, hook_args: &[String]) -> Result<(), 
 
 /// The `oci-wrap` applet.
 pub fn main(args: &[OsString]) -> i32 {
-    let parsed: WrapArgs = match crate::util::argv::parse_args("cnibox oci-wrap", args) {
-        Ok(p) => p,
-        Err(code) => return code,
+    let Some(args) = args
+        .iter()
+        .map(|a| a.to_str().map(str::to_string))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return fail(None, "arguments must be UTF-8", 2);
     };
-    if let Some((i, sub)) = subcommand(&parsed.runtime_args) {
+    let (own, runtime_args) = split_args(&args);
+    let log = RuntimeLog::find(runtime_args);
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    let parsed = match <WrapArgs as argh::FromArgs>::from_args(&["cnibox oci-wrap"], &own) {
+        Ok(p) => p,
+        Err(e) if e.status.is_ok() => {
+            print!("{}", e.output);
+            return 0;
+        }
+        Err(e) => return fail(log.as_ref(), e.output.trim(), 2),
+    };
+    if let Some((i, sub)) = subcommand(runtime_args) {
         if sub == "create" || sub == "run" {
             let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            let bundle = bundle_dir(&parsed.runtime_args[i + 1..], &cwd);
+            let bundle = bundle_dir(&runtime_args[i + 1..], &cwd);
             let exe = match std::fs::read_link("/proc/self/exe") {
                 Ok(p) => p.to_string_lossy().into_owned(),
                 Err(e) => {
-                    eprintln!("cnibox oci-wrap: cannot find this binary through /proc/self/exe: {e}");
-                    return 1;
+                    let msg = format!("cannot find this binary through /proc/self/exe: {e}");
+                    return fail(log.as_ref(), &msg, 1);
                 }
             };
             if let Err(e) = inject(&bundle, &exe, &parsed.hook_options().to_args()) {
-                eprintln!("cnibox oci-wrap: {e}");
-                return 1;
+                return fail(log.as_ref(), &e, 1);
             }
         }
     }
-    let err = std::process::Command::new(&parsed.runtime)
-        .args(&parsed.runtime_args)
-        .exec();
-    eprintln!("cnibox oci-wrap: exec {}: {err}", parsed.runtime.display());
-    127
+    let err = std::process::Command::new(&parsed.runtime).args(runtime_args).exec();
+    let msg = format!("exec runtime {}: {err}", parsed.runtime.display());
+    fail(log.as_ref(), &msg, 127)
 }
 
 #[cfg(test)]
@@ -167,6 +283,95 @@ mod tests {
             Some((2, "delete"))
         );
         assert_eq!(subcommand(&v(&["--version"])), None);
+    }
+
+    #[test]
+    fn own_arguments_end_at_the_separator_or_the_first_foreign_one() {
+        let a = v(&[
+            "--runtime",
+            "/r",
+            "--network",
+            "n",
+            "--",
+            "--root",
+            "/x",
+            "create",
+            "id",
+        ]);
+        let (own, rt) = split_args(&a);
+        assert_eq!((own.len(), rt), (4, &a[5..]));
+        // dockerd appends the shim's arguments to runtimeArgs: no `--` needed
+        let a = v(&["--runtime", "/r", "--root", "/x", "--log", "/l", "create", "id"]);
+        let (own, rt) = split_args(&a);
+        assert_eq!((own, rt), (&a[..2], &a[2..]));
+        let a = v(&["--runtime", "/r", "delete", "id"]);
+        assert_eq!(split_args(&a).1, &a[2..]);
+        assert!(split_args(&v(&["--root", "/x", "create"])).0.is_empty());
+        let a = v(&["--runtime"]);
+        assert_eq!(split_args(&a), (&a[..], &a[1..]));
+        // every option named here is one argh accepts
+        for opt in OWN_OPTIONS {
+            let args = ["--runtime", "/r", opt, "x"];
+            let args = if *opt == "--runtime" { &args[2..] } else { &args[..] };
+            assert!(<WrapArgs as argh::FromArgs>::from_args(&["w"], args).is_ok(), "{opt}");
+        }
+    }
+
+    #[test]
+    fn runtime_log_from_global_options() {
+        let a = v(&[
+            "--root",
+            "/r",
+            "--log",
+            "/b/log.json",
+            "--log-format",
+            "json",
+            "create",
+            "--log",
+            "x",
+        ]);
+        assert_eq!(
+            RuntimeLog::find(&a),
+            Some(RuntimeLog {
+                path: "/b/log.json".into(),
+                json: true
+            })
+        );
+        let l = RuntimeLog::find(&v(&["--log=/l", "--log-format=text", "state", "id"])).unwrap();
+        assert_eq!((l.path.to_str(), l.json), (Some("/l"), false));
+        assert_eq!(RuntimeLog::find(&v(&["create", "--log", "/x"])), None);
+        assert_eq!(RuntimeLog::find(&v(&["--log", "", "create"])), None);
+        let json = RuntimeLog {
+            path: "/l".into(),
+            json: true,
+        };
+        let line: serde_json::Value =
+            serde_json::from_str(&json.line("cnibox oci-wrap: exec \"x\"", "2026-01-02T03:04:05Z")).unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({"level": "error", "msg": "cnibox oci-wrap: exec \"x\"", "time": "2026-01-02T03:04:05Z"})
+        );
+        let text = RuntimeLog { json: false, ..json };
+        assert_eq!(
+            text.line("bad \"x\"", "T"),
+            "time=\"T\" level=error msg=\"bad \\\"x\\\"\""
+        );
+    }
+
+    #[test]
+    fn errors_reach_the_runtime_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RuntimeLog {
+            path: dir.path().join("log.json"),
+            json: true,
+        };
+        assert_eq!(fail(Some(&log), "exec runtime /nope: gone", 127), 127);
+        assert_eq!(fail(Some(&log), "second", 1), 1);
+        let text = std::fs::read_to_string(&log.path).unwrap();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["msg"], "cnibox oci-wrap: exec runtime /nope: gone");
+        assert_eq!(lines[1]["level"], "error");
     }
 
     #[test]

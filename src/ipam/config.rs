@@ -5,6 +5,7 @@
 use super::range::{canonical, parse_ip, RawRange, RawSubnet};
 use super::range_set::RangeSet;
 use crate::cni::result::Route;
+use crate::cni::{json, version};
 use ipnetwork::IpNetwork;
 use serde_json::Value;
 use std::fmt;
@@ -41,28 +42,24 @@ pub struct Config {
     pub requested: Vec<IpAddr>,
 }
 
+impl From<crate::cni::Error> for ConfigError {
+    fn from(e: crate::cni::Error) -> ConfigError {
+        ConfigError(e.msg)
+    }
+}
+
 fn type_error(v: &Value, field: &str, go_type: &str) -> ConfigError {
-    err(format!(
-        "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
-        crate::cni::json::kind(v)
-    ))
+    json::type_error(v, field, go_type).into()
 }
 
 /// A string member; absent and `null` are both "not set".
 fn opt_str<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a str>, ConfigError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(type_error(v, field, "string")),
-    }
+    Ok(json::opt_str(obj, key, field)?)
 }
 
-fn opt_array<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a Vec<Value>>, ConfigError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) => Ok(Some(a)),
-        Some(v) => Err(type_error(v, field, "array")),
-    }
+/// A list member, its wrong type named `array` as this plugin always has.
+fn opt_array<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a [Value]>, ConfigError> {
+    Ok(json::opt_list(obj, key, field, "array")?)
 }
 
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
@@ -84,7 +81,7 @@ pub fn parse_requested(s: &str) -> Result<IpAddr, ConfigError> {
     }
 }
 
-fn parse_requested_list(list: Option<&Vec<Value>>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
+fn parse_requested_list(list: Option<&[Value]>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
     let mut out = vec![];
     for v in list.into_iter().flatten() {
         match v {
@@ -113,7 +110,7 @@ fn parse_range(obj: &Value, field: &str) -> Result<RawRange, ConfigError> {
 }
 
 /// `[[Range]]`.
-fn parse_range_sets(list: Option<&Vec<Value>>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+fn parse_range_sets(list: Option<&[Value]>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
     let mut sets = vec![];
     for set in list.into_iter().flatten() {
         match set {
@@ -136,7 +133,7 @@ fn opt_u32(obj: &Value, key: &str) -> Result<Option<u32>, ConfigError> {
     }
 }
 
-fn parse_routes(list: Option<&Vec<Value>>) -> Result<Vec<Route>, ConfigError> {
+fn parse_routes(list: Option<&[Value]>) -> Result<Vec<Route>, ConfigError> {
     let mut routes = vec![];
     for r in list.into_iter().flatten() {
         if r.is_null() {
@@ -170,17 +167,6 @@ fn parse_routes(list: Option<&Vec<Value>>) -> Result<Vec<Route>, ConfigError> {
         });
     }
     Ok(routes)
-}
-
-/// `a >= b` for `x.y.z` versions; an unparsable version is never "at least" anything, as
-/// with Go's `version.GreaterThanOrEqualTo`.
-fn version_at_least(a: &str, b: &str) -> bool {
-    fn parse(v: &str) -> Option<(u64, u64, u64)> {
-        let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
-        let t = (it.next()??, it.next()??, it.next()??);
-        it.next().is_none().then_some(t)
-    }
-    matches!((parse(a), parse(b)), (Some(x), Some(y)) if x >= y)
 }
 
 impl Config {
@@ -241,7 +227,7 @@ impl Config {
             ranges.push(RangeSet::canonicalize(raw).map_err(|e| err(format!("invalid range set {i}: {e}")))?);
         }
         let v4 = ranges.iter().filter(|s| s.is_ipv4()).count();
-        if (v4 > 1 || ranges.len() - v4 > 1) && !version_at_least(&cni_version, "0.3.0") {
+        if (v4 > 1 || ranges.len() - v4 > 1) && !version::at_least(&cni_version, "0.3.0") {
             return Err(err(format!(
                 "CNI version {cni_version} does not support more than 1 address per family"
             )));

@@ -24,6 +24,7 @@
 //! (tables, chains, rules, and the rule shapes the plugins use).
 mod address;
 mod bridge_port;
+pub mod conntrack;
 mod create;
 mod error;
 mod handle;
@@ -46,7 +47,7 @@ pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
-pub use route::{RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
+pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
 pub use types::{Family, MacAddr, MacParseError, MacvlanMode, Scope};
 

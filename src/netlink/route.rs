@@ -1,4 +1,5 @@
-//! Routes: add (exclusive, append for ECMP, or replace), list, delete.
+//! Routes: add (exclusive, next to others as Go netlink's `RouteAddEcmp`, appended, or
+//! replacing), list (with the next hops of multipath routes), delete.
 use std::fmt::Write as _;
 use std::io::Cursor;
 use std::net::IpAddr;
@@ -94,6 +95,36 @@ pub struct RouteInfo {
     pub protocol: u8,
     /// `rtm_type`: 1 unicast, 2 local, 3 broadcast, ...
     pub route_type: u8,
+    /// The next hops of a multipath route (RTA_MULTIPATH), e.g. an IPv6 default route to
+    /// which a second interface added its gateway; empty for a single-path route, whose
+    /// next hop is `gateway` and `oif`.
+    pub nexthops: Vec<NextHop>,
+}
+
+/// One next hop of a multipath route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextHop {
+    pub gateway: Option<IpAddr>,
+    pub oif: Option<u32>,
+    /// `rtnh_hops`: the weight minus one.
+    pub hops: u8,
+}
+
+impl RouteInfo {
+    /// The route's next hops as (gateway, output link): the multipath list, or the route's
+    /// own gateway and link.
+    pub fn next_hops(&self) -> Vec<(Option<IpAddr>, Option<u32>)> {
+        if self.nexthops.is_empty() {
+            vec![(self.gateway, self.oif)]
+        } else {
+            self.nexthops.iter().map(|n| (n.gateway, n.oif)).collect()
+        }
+    }
+
+    /// True when one of the next hops goes via `gw`.
+    pub fn has_gateway(&self, gw: IpAddr) -> bool {
+        self.next_hops().iter().any(|(g, _)| *g == Some(gw))
+    }
 }
 
 /// What a request does with the spec: deletes match only on the fields the caller set.
@@ -172,6 +203,22 @@ impl<T: Transport> Handle<T> {
         )
     }
 
+    /// Adds a route next to the routes that exist for the same destination, as Go netlink's
+    /// `RouteAddEcmp` (NLM_F_CREATE without NLM_F_EXCL), which the reference plugins use for
+    /// IPAM routes. For IPv4 it becomes a route of its own (a second default route via
+    /// another interface, or a gateway route beside the kernel's subnet route); for IPv6
+    /// a gateway route with the metric of an existing one joins it as a further next hop
+    /// of one multipath route. Only an identical route is an Exists error.
+    pub fn add_route_ecmp(&self, route: &RouteSpec) -> Result<()> {
+        let op = Op::new("add", route.describe());
+        self.modify(
+            &op,
+            wire::RTM_NEWROUTE,
+            wire::NLM_F_CREATE,
+            route_msg(&op, route, Purpose::Add)?,
+        )
+    }
+
     /// Adds a route next to existing ones for the same destination (an IPv6 ECMP next hop,
     /// or a second IPv4 route with another metric), without replacing them.
     pub fn append_route(&self, route: &RouteSpec) -> Result<()> {
@@ -234,6 +281,40 @@ impl<T: Transport> Handle<T> {
     }
 }
 
+impl<T: Transport> Handle<T> {
+    /// The route the kernel would use to reach `dst` (`ip route get`); None when it has
+    /// none (unreachable).
+    pub fn route_get(&self, dst: IpAddr) -> Result<Option<RouteInfo>> {
+        let op = Op::new("get", format!("route to {dst}"));
+        let (family, bits) = match dst {
+            IpAddr::V4(_) => (wire::AF_INET, 32),
+            IpAddr::V6(_) => (wire::AF_INET6, 128),
+        };
+        let mut a = RtBuffer::<Rta, Buffer>::new();
+        a.push(attr(wire::RTA_DST, Buffer::from(wire::ip_bytes(dst))).map_err(|e| op.encode(e))?);
+        let msg = RtmsgBuilder::default()
+            .rtm_family(RtAddrFamily::from(family))
+            .rtm_dst_len(bits)
+            .rtm_src_len(0)
+            .rtm_tos(0)
+            .rtm_table(RtTable::from(0))
+            .rtm_protocol(Rtprot::from(0))
+            .rtm_scope(RtScope::from(0))
+            .rtm_type(Rtn::from(0))
+            .rtattrs(a)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        match self.get(&op, wire::RTM_GETROUTE, wire::encode(&msg).map_err(|e| op.encode(e))?) {
+            Ok(msgs) => match msgs.iter().find(|m| m.kind == wire::RTM_NEWROUTE) {
+                Some(m) => decode_route(&op, m).map(Some),
+                None => Ok(None),
+            },
+            Err(e) if matches!(e.errno(), Some(libc::ENETUNREACH | libc::EHOSTUNREACH)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 pub(crate) fn decode_route(op: &Op, m: &Message) -> Result<RouteInfo> {
     let msg = Rtmsg::from_bytes_with_input(&mut Cursor::new(&m.payload), m.payload.len())
         .map_err(|e| op.decode(format!("route message: {e}")))?;
@@ -258,6 +339,7 @@ pub(crate) fn decode_route(op: &Op, m: &Message) -> Result<RouteInfo> {
         prefsrc: None,
         protocol: u8::from(*msg.rtm_protocol()),
         route_type: u8::from(*msg.rtm_type()),
+        nexthops: vec![],
     };
     for a in msg.rtattrs().iter() {
         let p = a.rta_payload().as_ref();
@@ -271,6 +353,7 @@ pub(crate) fn decode_route(op: &Op, m: &Message) -> Result<RouteInfo> {
             wire::RTA_PRIORITY => r.metric = wire::as_u32(p),
             wire::RTA_PREFSRC => r.prefsrc = wire::as_ip(p),
             wire::RTA_TABLE => r.table = wire::as_u32(p).unwrap_or(r.table),
+            wire::RTA_MULTIPATH => r.nexthops = decode_multipath(p),
             wire::RTA_METRICS => {
                 r.mtu = wire::find(p, wire::RTAX_MTU).and_then(wire::as_u32);
                 r.advmss = wire::find(p, wire::RTAX_ADVMSS).and_then(wire::as_u32);
@@ -279,4 +362,27 @@ pub(crate) fn decode_route(op: &Op, m: &Message) -> Result<RouteInfo> {
         }
     }
     Ok(r)
+}
+
+/// Size of `struct rtnexthop` (len u16, flags u8, hops u8, ifindex i32), before its attributes.
+const RTNH_LEN: usize = 8;
+
+/// RTA_MULTIPATH: a sequence of `rtnexthop` headers, each followed by its own attributes
+/// (RTA_GATEWAY, ...) up to `rtnh_len`, each aligned to 4 bytes. A truncated entry ends it.
+fn decode_multipath(mut p: &[u8]) -> Vec<NextHop> {
+    let mut out = vec![];
+    while p.len() >= RTNH_LEN {
+        let len = u16::from_ne_bytes([p[0], p[1]]) as usize;
+        if len < RTNH_LEN || len > p.len() {
+            break;
+        }
+        let ifindex = u32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
+        out.push(NextHop {
+            gateway: wire::find(&p[RTNH_LEN..len], wire::RTA_GATEWAY).and_then(wire::as_ip),
+            oif: (ifindex != 0).then_some(ifindex),
+            hops: p[3],
+        });
+        p = &p[((len + 3) & !3).min(p.len())..];
+    }
+    out
 }

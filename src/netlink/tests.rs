@@ -422,6 +422,90 @@ fn route_deletes_use_the_kernels_wildcards_and_skip_metrics() {
     assert_eq!(attr_of(add, RTMSG_LEN, RTA_DST), None, "a default route has no RTA_DST");
 }
 
+/// One raw attribute: length, type, payload, padding to 4 bytes.
+fn raw_attr(ty: u16, payload: &[u8]) -> Vec<u8> {
+    let mut a = ((4 + payload.len()) as u16).to_ne_bytes().to_vec();
+    a.extend(ty.to_ne_bytes());
+    a.extend(payload);
+    while a.len() % 4 != 0 {
+        a.push(0);
+    }
+    a
+}
+
+/// One `rtnexthop` with a gateway attribute.
+fn raw_nexthop(ifindex: u32, hops: u8, gw: std::net::Ipv6Addr) -> Vec<u8> {
+    let gw = raw_attr(RTA_GATEWAY, &gw.octets());
+    let mut n = ((8 + gw.len()) as u16).to_ne_bytes().to_vec();
+    n.extend([0, hops]);
+    n.extend(ifindex.to_ne_bytes());
+    n.extend(gw);
+    n
+}
+
+/// Queues a route dump answering with one RTM_NEWROUTE of `payload`.
+fn push_route(h: &Handle<FakeTransport>, payload: Vec<u8>) {
+    h.transport().push_reply(Reply {
+        messages: vec![Message {
+            kind: RTM_NEWROUTE,
+            flags: 0,
+            payload,
+        }],
+        interrupted: false,
+    });
+}
+
+/// An IPv6 default route with two next hops, as the kernel dumps it once a second
+/// interface added its gateway: RTA_MULTIPATH, no RTA_GATEWAY or RTA_OIF of its own.
+#[test]
+fn multipath_routes_decode_every_next_hop() {
+    let h = handle();
+    let mut payload = vec![AF_INET6, 0, 0, 0, 254, PROTO_BOOT, 0, 1, 0, 0, 0, 0];
+    payload.extend(raw_attr(RTA_TABLE, &254u32.to_ne_bytes()));
+    payload.extend(raw_attr(RTA_PRIORITY, &1024u32.to_ne_bytes()));
+    let mut hops = raw_nexthop(2, 0, "2001:db8:a::1".parse().unwrap());
+    hops.extend(raw_nexthop(3, 1, "2001:db8:b::1".parse().unwrap()));
+    payload.extend(raw_attr(RTA_MULTIPATH, &hops));
+    push_route(&h, payload);
+    let routes = h.routes(Family::V6).unwrap();
+    assert_eq!(routes.len(), 1);
+    let r = &routes[0];
+    assert_eq!(r.dst, "::/0".parse::<ipnetwork::IpNetwork>().unwrap());
+    assert_eq!((r.gateway, r.oif, r.metric), (None, None, Some(1024)));
+    let a: std::net::IpAddr = "2001:db8:a::1".parse().unwrap();
+    let b: std::net::IpAddr = "2001:db8:b::1".parse().unwrap();
+    assert_eq!(r.next_hops(), vec![(Some(a), Some(2)), (Some(b), Some(3))]);
+    assert_eq!(r.nexthops[1].hops, 1);
+    assert!(r.has_gateway(a) && r.has_gateway(b));
+    assert!(!r.has_gateway("2001:db8:c::1".parse().unwrap()));
+}
+
+/// A truncated next hop ends the list instead of reading past it.
+#[test]
+fn a_truncated_multipath_attribute_keeps_the_whole_next_hops() {
+    let h = handle();
+    let mut payload = vec![AF_INET6, 0, 0, 0, 254, PROTO_BOOT, 0, 1, 0, 0, 0, 0];
+    let mut hops = raw_nexthop(2, 0, "2001:db8:a::1".parse().unwrap());
+    let mut bad = raw_nexthop(3, 0, "2001:db8:b::1".parse().unwrap());
+    bad[0] = 200;
+    hops.extend(bad);
+    payload.extend(raw_attr(RTA_MULTIPATH, &hops));
+    push_route(&h, payload);
+    let r = &h.routes(Family::V6).unwrap()[0];
+    assert_eq!(r.next_hops(), vec![(Some("2001:db8:a::1".parse().unwrap()), Some(2))]);
+}
+
+/// IPAM routes go in as Go netlink's RouteAddEcmp: NLM_F_CREATE without NLM_F_EXCL.
+#[test]
+fn ecmp_adds_create_without_exclusive() {
+    let h = handle();
+    h.add_route_ecmp(&RouteSpec::new("0.0.0.0/0".parse().unwrap())).unwrap();
+    h.add_route(&RouteSpec::new("0.0.0.0/0".parse().unwrap())).unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(reqs[0].flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE);
+    assert_eq!(reqs[1].flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+}
+
 #[test]
 fn links_decode_from_the_kernel_form() {
     let mut l = link(3, "eth0");

@@ -82,6 +82,7 @@ pub(crate) const RTA_GATEWAY: u16 = 5;
 pub(crate) const RTA_PRIORITY: u16 = 6;
 pub(crate) const RTA_PREFSRC: u16 = 7;
 pub(crate) const RTA_METRICS: u16 = 8;
+pub(crate) const RTA_MULTIPATH: u16 = 9;
 pub(crate) const RTA_TABLE: u16 = 15;
 pub(crate) const RTAX_MTU: u16 = 2;
 pub(crate) const RTAX_ADVMSS: u16 = 8;

@@ -65,7 +65,10 @@ pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Re
         spec.scope = r.scope.map(Scope::from_raw);
         spec.mtu = r.mtu;
         spec.advmss = r.advmss;
-        h.add_route(&spec).map_err(|e| {
+        // Next to whatever routes the destination already has (another interface's
+        // default route, the kernel's subnet route), as the reference does: only an
+        // identical route fails.
+        h.add_route_ecmp(&spec).map_err(|e| {
             let via = gw.map(|g| g.to_string()).unwrap_or_else(|| "<nil>".into());
             Error::internal(format!("failed to add route '{} via {via} dev {ifname}': {e}", r.dst))
         })?;
@@ -119,7 +122,8 @@ pub fn check_addresses(h: &Handle, ifname: &str, ips: &[IpConfig]) -> Result<(),
     Ok(())
 }
 
-/// CHECK: every route is in the routing table (destination, and gateway when given).
+/// CHECK: every route is in the routing table (destination, and gateway when given, as
+/// any next hop of a multipath route: another interface may have added its own since).
 pub fn check_routes(h: &Handle, routes: &[Route]) -> Result<(), Error> {
     let mut tables = [(Family::V4, None), (Family::V6, None)];
     for r in routes {
@@ -134,7 +138,7 @@ pub fn check_routes(h: &Handle, routes: &[Route]) -> Result<(), Error> {
         let table = slot.1.as_ref().expect("filled");
         if !table
             .iter()
-            .any(|t| t.dst == r.dst && (r.gw.is_none() || t.gateway == r.gw))
+            .any(|t| t.dst == r.dst && r.gw.map_or(true, |gw| t.has_gateway(gw)))
         {
             let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
             return Err(Error::internal(format!(

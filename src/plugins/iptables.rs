@@ -100,18 +100,23 @@ pub fn needed_tools(v: IpVersion, variant: Variant, op: &str) -> Result<Tools, E
 /// Where the `nat` chain `chain` exists or may exist: `Nft` when the nf_tables dump shows
 /// it, `Legacy` when a legacy `nat` table is in use in this namespace. No process is run.
 pub fn chain_locations(v: IpVersion, chain: &str) -> Result<Vec<Variant>, Error> {
+    chain_locations_in(v, "nat", chain)
+}
+
+/// [`chain_locations`] for a chain of any table (the firewall plugin's are in `filter`).
+pub fn chain_locations_in(v: IpVersion, table: &str, chain: &str) -> Result<Vec<Variant>, Error> {
     let op = || format!("look for {} chain {chain}", v.tool());
     let mut found = Vec::new();
-    match Nftables::current() {
+    match Nftables::shared() {
         Ok(nft) => {
-            if xtables::has_chain(&nft, nf_family(v), "nat", chain).map_err(|e| err(op(), e))? {
+            if xtables::has_chain(&nft, nf_family(v), table, chain).map_err(|e| err(op(), e))? {
                 found.push(Variant::Nft);
             }
         }
         Err(e) if e.is_netfilter_missing() => {}
         Err(e) => return Err(err(op(), e)),
     }
-    if legacy_nat_in_use(v) {
+    if legacy_table_in_use(v, table) {
         found.push(Variant::Legacy);
     }
     Ok(found)
@@ -119,8 +124,8 @@ pub fn chain_locations(v: IpVersion, chain: &str) -> Result<Vec<Variant>, Error>
 
 /// `/proc/thread-self/net` is the calling thread's namespace; `/proc/net` would be the
 /// main thread's.
-fn legacy_nat_in_use(v: IpVersion) -> bool {
+fn legacy_table_in_use(v: IpVersion, table: &str) -> bool {
     std::fs::read_to_string(format!("/proc/thread-self/net/{}", legacy_names(v)))
-        .map(|s| s.lines().any(|l| l.trim() == "nat"))
+        .map(|s| s.lines().any(|l| l.trim() == table))
         .unwrap_or(false)
 }

@@ -203,7 +203,9 @@ impl Plugin for Macvlan {
     fn del(&self, req: &Request) -> Result<(), Error> {
         let ipam_type = cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf"))?;
         let mut teardown = Teardown::new("macvlan");
-        teardown.step(container_link::delete(&req.netns, &req.ifname, "macvlan"));
+        // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
+        // back the MAC from before its ADD (prevResult reports tuning's).
+        teardown.step(container_link::delete(req, None, "macvlan"));
         // Released after the link is gone, so an address is never free while configured.
         if let Some(t) = &ipam_type {
             teardown.step(delegate::del(t, req));
@@ -260,7 +262,8 @@ fn create(
         mode,
         // created inside the container when the master is there
         netns: (!conf.link_in_container).then_some(&spaces.ns),
-        mtu: u32::try_from(conf.mtu).ok().filter(|m| *m > 0),
+        // validated against the master's by check_mtu
+        mtu: cniconf::link_mtu(Some(conf.mtu))?,
         mac,
         bcqueuelen: conf.bcqueuelen,
     };

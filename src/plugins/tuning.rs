@@ -350,10 +350,7 @@ fn set_txqlen(h: &Handle, ifname: &str, q: i64) -> Result<(), Error> {
 
 /// prevResult is required (ADD and CHECK); parsed with the config's version.
 fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
-    match req.config.get("prevResult") {
-        None | Some(Value::Null) => Err(Error::internal("Required prevResult missing")),
-        Some(_) => Ok(cniconf::prev_result(req)?.expect("present")),
-    }
+    super::check::prev_result(req, "Required prevResult missing")
 }
 
 impl Plugin for Tuning {

@@ -2,7 +2,7 @@
 //! spirit of upstream `cnitool`, on top of [`Runtime`].
 use super::chain::{Attachment, ChainError, Runtime, RuntimeConf};
 use super::conflist::NetworkList;
-use super::sandbox_status;
+use super::sandbox_status::{self, IpPreference};
 use crate::util::sha512;
 use argh::FromArgs;
 use serde_json::{Map, Value};
@@ -108,9 +108,13 @@ struct SandboxStatusCmd {
     /// the container ID the attachments were added under
     #[argh(positional)]
     container_id: String,
-    /// the interface whose first address is the primary IP (default eth0)
+    /// the interface whose addresses are the pod's IPs (default eth0)
     #[argh(option, default = "String::from(\"eth0\")")]
     primary_ifname: String,
+    /// which address of the primary interface is the primary IP, as containerd's ip_pref:
+    /// ipv4 (default: the first IPv4 address), ipv6, or cni (the first address)
+    #[argh(option, default = "IpPreference::default()")]
+    ip_pref: IpPreference,
 }
 
 /// Upstream cnitool's container ID: `cnitool-` and the hex of the first 10 bytes of the
@@ -316,7 +320,7 @@ pub fn main(args: &[OsString]) -> i32 {
                     rt.cache().results_dir().display()
                 ));
             }
-            match sandbox_status::from_entries(&entries, &c.primary_ifname) {
+            match sandbox_status::from_entries(&entries, &c.primary_ifname, c.ip_pref) {
                 Ok(s) => {
                     println!("{}", pretty(&serde_json::to_value(&s).expect("status serialises")));
                     0

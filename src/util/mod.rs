@@ -3,6 +3,7 @@ pub mod argv;
 pub mod atomic;
 pub mod base64;
 pub mod sha512;
+pub mod time;
 
 /// True when both paths name the same file (device and inode), through symlinks.
 pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {

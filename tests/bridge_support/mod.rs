@@ -167,3 +167,12 @@ pub fn wait_until(cond: impl Fn() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The config of network `n` (0 → a on bridge `bra`, 1 → b on `brb`) of one family, with
+/// IPAM `routes`.
+pub fn network_conf(env: &TestEnv, version: &str, n: usize, v6: bool, routes: Value) -> Value {
+    let mut c = conf(env, version, json!({"ipam": {"type": "host-local"}}));
+    crate::common::routes::make_network(&mut c, n, v6, routes);
+    c["bridge"] = json!(["bra", "brb"][n]);
+    c
+}

@@ -5,6 +5,8 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod routes;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -130,6 +132,15 @@ impl Netns {
             }
         }
         out
+    }
+
+    /// `addr_assign_type` of a link (1 random, 3 set by user space), read through
+    /// `ip netns exec`, which mounts the namespace's own sysfs.
+    pub fn addr_assign_type(&self, dev: &str) -> String {
+        let file = format!("/sys/class/net/{dev}/addr_assign_type");
+        run_ok(Command::new("ip").args(["netns", "exec", &self.name, "cat", &file]))
+            .trim()
+            .to_string()
     }
 
     /// A sysctl read inside the namespace, e.g. `net/ipv4/ip_forward`.
@@ -270,6 +281,22 @@ pub struct Call {
     env: BTreeMap<String, String>,
     args: Vec<String>,
     stdin: Vec<u8>,
+    /// Directories covered by an empty tmpfs in a private mount namespace of the call.
+    hidden: Vec<&'static str>,
+}
+
+/// Where nft, iptables and the other firewall tools live; hidden by
+/// [`Call::without_sbin_tools`]. (`/sbin` is a symlink to `/usr/sbin` here.)
+pub const SBIN_DIRS: &[&str] = &["/usr/sbin", "/usr/local/sbin"];
+
+/// The error of a plugin that needs iptables tool `tool` (e.g. `ip6tables-restore`) for
+/// `ipMasq` on a machine without it.
+pub fn missing_iptables_message(tool: &str) -> String {
+    format!(
+        "set up {} masquerade: {tool} is needed and was not found in PATH or /usr/sbin, /sbin, \
+         /usr/local/sbin (install the iptables package)",
+        tool.trim_end_matches("-restore")
+    )
 }
 
 /// What a plugin call returned.
@@ -319,7 +346,16 @@ impl Call {
             env,
             args: vec![],
             stdin: vec![],
+            hidden: vec![],
         }
+    }
+
+    /// Run as on a machine without nft, iptables and every other tool of the sbin
+    /// directories: they are covered by empty tmpfs mounts in a private mount namespace of
+    /// this call only (nothing is removed from the machine).
+    pub fn without_sbin_tools(mut self) -> Self {
+        self.hidden = SBIN_DIRS.to_vec();
+        self
     }
 
     /// Command-line arguments (for tools such as `cnitool`).
@@ -388,10 +424,37 @@ impl Call {
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(&self.env);
         c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        // SAFETY: between fork and exec the closure only calls setns(2), which is async-signal-safe.
+        let hidden: Vec<std::ffi::CString> = self
+            .hidden
+            .iter()
+            .map(|d| std::ffi::CString::new(*d).unwrap())
+            .collect();
+        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
+        // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
         unsafe {
             c.pre_exec(move || {
-                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+                use nix::mount::{mount, MsFlags};
+                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
+                if !hidden.is_empty() {
+                    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
+                    mount(
+                        None::<&str>,
+                        c"/",
+                        None::<&str>,
+                        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                        None::<&str>,
+                    )?;
+                    for d in &hidden {
+                        mount(
+                            Some(c"tmpfs"),
+                            d.as_c_str(),
+                            Some(c"tmpfs"),
+                            MsFlags::empty(),
+                            None::<&str>,
+                        )?;
+                    }
+                }
+                Ok(())
             });
         }
         let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.program));
@@ -408,4 +471,41 @@ impl Call {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
+}
+
+/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
+/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
+pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
+    let go_ok = Command::new("go")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !go_ok {
+        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
+        return None;
+    }
+    let gopath = Path::new("/usr/share/gocode");
+    assert!(
+        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
+        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
+    );
+    let out = dir.join("libcni_tool");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
+    let build = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", gopath)
+        .env("GOFLAGS", "")
+        .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "go build failed: {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    Some(out)
 }

@@ -87,7 +87,9 @@ pub fn load(req: &Request) -> Result<NetConf, Error> {
         .unwrap_or(DEFAULT_BRIDGE)
         .to_string();
     let is_default_gateway = bool_key(&obj, "isDefaultGateway")?;
-    let mtu = int_key(&obj, "mtu")?;
+    let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
+        .and_then(cniconf::link_mtu)
+        .map_err(failed_to_load)?;
     let vlan = int_key(&obj, "vlan")?;
     let ip_masq_backend = json::opt_str(&obj, "ipMasqBackend", "NetConf.ipMasqBackend")
         .map_err(failed_to_load)?
@@ -102,7 +104,7 @@ pub fn load(req: &Request) -> Result<NetConf, Error> {
         force_address: bool_key(&obj, "forceAddress")?,
         ip_masq: bool_key(&obj, "ipMasq")?,
         ip_masq_backend,
-        mtu: u32::try_from(mtu).ok().filter(|m| *m > 0),
+        mtu,
         hairpin: bool_key(&obj, "hairpinMode")?,
         promisc: bool_key(&obj, "promiscMode")?,
         vlan: 0,

@@ -1,6 +1,7 @@
-//! The firewall plugin's keys: `backend`, `iptablesAdminChainName`, `ingressPolicy`, and
-//! `firewalldZone` (read for compatibility; only the firewalld backend, which cnibox does
-//! not have, would use it).
+//! The firewall plugin's keys: `backend`, `iptablesAdminChainName`, `ingressPolicy`,
+//! `dataDir` (cnibox's: where the iptables backend records each attachment's addresses),
+//! and `firewalldZone` (read for compatibility; only the firewalld backend, which cnibox
+//! does not have, would use it).
 use crate::cni::error::code;
 use crate::cni::json;
 use crate::cni::{Error, Request};
@@ -11,8 +12,19 @@ pub enum Backend {
     /// The reference layout in the filter table (the default, as in the reference when
     /// firewalld is not running).
     Iptables,
+    /// Table `inet cni_plugins_firewall` over nf_tables netlink (no process).
+    Nftables,
+}
+
+/// `backend` as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendSetting {
+    Known(Backend),
     /// The reference's D-Bus backend: not supported, ADD and CHECK say so.
     Firewalld,
+    /// Anything else: an error for ADD and CHECK; DEL cleans up what the reference, which
+    /// silently uses iptables for it, would have set up.
+    Unknown(String),
 }
 
 /// `ingressPolicy`.
@@ -38,10 +50,9 @@ impl IngressPolicy {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conf {
-    /// Err: the value of an unknown `backend` (an error for ADD and CHECK; DEL cleans up
-    /// as the reference, which silently uses iptables for it, would have set up).
-    pub backend: Result<Backend, String>,
+    pub backend: BackendSetting,
     pub admin_chain: String,
+    pub data_dir: std::path::PathBuf,
     /// Err: the value of an unknown `ingressPolicy`.
     pub ingress: Result<IngressPolicy, String>,
 }
@@ -61,9 +72,10 @@ pub fn load(req: &Request) -> Result<Conf, Error> {
             .to_string())
     };
     let backend = match text("backend")?.as_str() {
-        "" | "iptables" => Ok(Backend::Iptables),
-        "firewalld" => Ok(Backend::Firewalld),
-        other => Err(other.to_string()),
+        "" | "iptables" => BackendSetting::Known(Backend::Iptables),
+        "nftables" => BackendSetting::Known(Backend::Nftables),
+        "firewalld" => BackendSetting::Firewalld,
+        other => BackendSetting::Unknown(other.to_string()),
     };
     let ingress = match text("ingressPolicy")?.as_str() {
         "" | "open" => Ok(IngressPolicy::Open),
@@ -76,9 +88,14 @@ pub fn load(req: &Request) -> Result<Conf, Error> {
         s if s.is_empty() => DEFAULT_ADMIN_CHAIN.to_string(),
         s => s,
     };
+    let data_dir = match text("dataDir")? {
+        s if s.is_empty() => super::records::DEFAULT_DATA_DIR.into(),
+        s => s.into(),
+    };
     Ok(Conf {
         backend,
         admin_chain,
+        data_dir,
         ingress,
     })
 }
@@ -87,19 +104,28 @@ impl Conf {
     /// The backend for ADD and CHECK: unknown and firewalld are errors naming the value.
     pub fn backend_for_setup(&self) -> Result<Backend, Error> {
         match &self.backend {
-            Ok(Backend::Firewalld) => Err(Error::new(
+            BackendSetting::Known(b) => Ok(*b),
+            BackendSetting::Firewalld => Err(Error::new(
                 code::UNSUPPORTED_FIELD,
                 "unsupported field in network configuration: backend \"firewalld\" \
-                 (cnibox does not talk D-Bus to firewalld; use \"iptables\")",
+                 (cnibox does not talk D-Bus to firewalld; use \"iptables\" or \"nftables\")",
             )),
-            Ok(b) => Ok(*b),
-            Err(other) => Err(Error::new(
+            BackendSetting::Unknown(other) => Err(Error::new(
                 code::INVALID_NETWORK_CONFIG,
                 format!(
-                    "unknown firewall backend {} (iptables)",
+                    "unknown firewall backend {} (iptables, nftables)",
                     crate::cni::version::go_quote(other)
                 ),
             )),
+        }
+    }
+
+    /// The backend whose rules DEL removes; None for firewalld (ADD never made any).
+    pub fn backend_for_del(&self) -> Option<Backend> {
+        match &self.backend {
+            BackendSetting::Known(b) => Some(*b),
+            BackendSetting::Firewalld => None,
+            BackendSetting::Unknown(_) => Some(Backend::Iptables),
         }
     }
 
@@ -147,7 +173,7 @@ mod tests {
     #[test]
     fn defaults_are_the_reference_defaults() {
         let c = conf(json!({"name": "n"})).unwrap();
-        assert_eq!(c.backend, Ok(Backend::Iptables));
+        assert_eq!(c.backend, BackendSetting::Known(Backend::Iptables));
         assert_eq!(c.admin_chain, "CNI-ADMIN");
         assert_eq!(c.ingress, Ok(IngressPolicy::Open));
     }
@@ -165,10 +191,11 @@ mod tests {
     #[test]
     fn unknown_and_unsupported_values_name_themselves() {
         let c = conf(json!({"backend": "pf", "ingressPolicy": "closed"})).unwrap();
+        assert_eq!(c.backend_for_del(), Some(Backend::Iptables));
         let e = c.backend_for_setup().unwrap_err();
         assert_eq!(
             (e.code, e.msg.as_str()),
-            (7, "unknown firewall backend \"pf\" (iptables)")
+            (7, "unknown firewall backend \"pf\" (iptables, nftables)")
         );
         assert_eq!(
             c.ingress_policy().unwrap_err().msg,
@@ -180,6 +207,9 @@ mod tests {
             .unwrap_err();
         assert_eq!(fw.code, 2);
         assert!(fw.msg.contains("\"firewalld\""), "{}", fw.msg);
+        assert_eq!(conf(json!({"backend": "firewalld"})).unwrap().backend_for_del(), None);
+        let nft = conf(json!({"backend": "nftables"})).unwrap();
+        assert_eq!(nft.backend_for_setup().unwrap(), Backend::Nftables);
     }
 
     #[test]

@@ -4,24 +4,31 @@
 //! interfaces (`ingressPolicy`).
 //!
 //! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
-//!   reference's layout); a non-open ingress policy adds the bridge's isolation rules; the
-//!   result is `prevResult`, unchanged.
-//! * DEL: the address rules go (from `prevResult`; no netns needed); shared chains and the
-//!   per-bridge isolation rules stay, as in the reference. A second DEL finds nothing.
+//!   reference's layout, or [`nftables`], cnibox's table); a non-open ingress policy adds
+//!   the bridge's isolation rules; the result is `prevResult`, unchanged. Everything is
+//!   checked before anything changes.
+//! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
+//!   and the attachment's [`records`]; nftables: by the attachment's comment), so neither
+//!   a netns nor a prevResult is needed.
+//!   Shared chains and the per-bridge isolation rules stay, as in the reference. A second
+//!   DEL finds nothing.
 //! * CHECK: every rule ADD makes is present.
-//! * GC: nothing to collect for iptables: the reference's rules name addresses, not
-//!   attachments, so no rule can be told to belong to a gone attachment.
+//! * GC: accept rules of the network's attachments that are not valid go (iptables: by
+//!   their records, sparing addresses a valid attachment also holds; nftables: by comment).
 //!
 //! `backend: firewalld` is not supported (the reference talks D-Bus to firewalld): ADD and
 //! CHECK fail with code 2 naming it; DEL has nothing to remove.
 pub mod config;
 pub mod iptables;
+pub mod nftables;
+pub mod records;
 
 use crate::cni::result::CniResult;
 use crate::cni::version::go_quote;
 use crate::cni::{config as cniconf, Error, Plugin, Request};
+use crate::plugins::ipmasq::Attachment;
 use crate::plugins::xtables::{self, Family, Script};
-use config::{Backend, IngressPolicy};
+use config::{Backend, Conf, IngressPolicy};
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
@@ -30,6 +37,66 @@ pub struct Firewall;
 /// The reference speaks CNI 0.4.0 and later (`VersionsStartingFrom("0.4.0")`); older
 /// configs are refused by the entry point with its "incompatible CNI versions".
 const VERSIONS: &[&str] = &["0.4.0", "1.0.0", "1.1.0"];
+
+/// What ADD and CHECK act on, read and checked before anything changes.
+struct Wanted {
+    conf: Conf,
+    prev: CniResult,
+    backend: Backend,
+    policy: IngressPolicy,
+    bridge: Option<String>,
+    addresses: Vec<IpAddr>,
+}
+
+impl Wanted {
+    fn read(req: &Request) -> Result<Wanted, Error> {
+        let conf = config::load(req)?;
+        let prev = required_prev_result(req)?;
+        let backend = conf.backend_for_setup()?;
+        let policy = conf.ingress_policy()?;
+        let bridge = bridge_of(&prev, policy)?;
+        if backend == Backend::Iptables {
+            conf.checked_admin_chain()?;
+        }
+        let addresses = addresses(&prev);
+        Ok(Wanted {
+            conf,
+            prev,
+            backend,
+            policy,
+            bridge,
+            addresses,
+        })
+    }
+
+    fn isolation(&self) -> Option<(&str, IngressPolicy)> {
+        self.bridge.as_deref().map(|b| (b, self.policy))
+    }
+
+    fn iptables(&self) -> iptables::Setup<'_> {
+        iptables::Setup {
+            admin_chain: &self.conf.admin_chain,
+            addresses: &self.addresses,
+            isolation: self.isolation(),
+        }
+    }
+
+    fn nftables<'a>(&'a self, req: &'a Request) -> nftables::Setup<'a> {
+        nftables::Setup {
+            attachment: attachment(req),
+            addresses: &self.addresses,
+            isolation: self.isolation(),
+        }
+    }
+}
+
+fn attachment(req: &Request) -> Attachment<'_> {
+    Attachment {
+        network: &req.name,
+        ifname: &req.ifname,
+        container_id: &req.container_id,
+    }
+}
 
 impl Plugin for Firewall {
     fn about(&self) -> &'static str {
@@ -41,60 +108,78 @@ impl Plugin for Firewall {
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
-        let conf = config::load(req)?;
-        let prev = required_prev_result(req)?;
-        let backend = conf.backend_for_setup()?;
-        let policy = conf.ingress_policy()?;
-        let bridge = bridge_of(&prev, policy)?;
-        let addresses = addresses(&prev);
-        match backend {
-            Backend::Iptables => iptables_add(&iptables::Setup {
-                admin_chain: conf.checked_admin_chain()?,
-                addresses: &addresses,
-                isolation: bridge.as_deref().map(|b| (b, policy)),
-            })?,
-            Backend::Firewalld => unreachable!("refused by backend_for_setup"),
+        let w = Wanted::read(req)?;
+        match w.backend {
+            Backend::Iptables => {
+                // recorded first: a DEL after a crash mid-ADD still finds the addresses
+                let record = records::Record {
+                    container_id: req.container_id.clone(),
+                    ifname: req.ifname.clone(),
+                    addresses: w.addresses.clone(),
+                };
+                records::write(&w.conf.data_dir, &req.name, &record).map_err(|e| {
+                    Error::internal(format!("record the addresses in {}: {e}", w.conf.data_dir.display()))
+                })?;
+                if let Err(e) = iptables_add(&w.iptables()) {
+                    let _ = records::remove(&w.conf.data_dir, &req.name, &req.container_id, &req.ifname);
+                    return Err(e);
+                }
+            }
+            Backend::Nftables => {
+                for drop in nftables::add(&w.nftables(req))? {
+                    eprintln!(
+                        "cnibox firewall: warning: {drop} drops forwarded packets by policy; an accept \
+                         in inet {} cannot override a drop in another table (use backend \"iptables\" \
+                         on this host, or accept the container's traffic in {drop})",
+                        crate::netlink::nftables::shapes::firewall::TABLE
+                    );
+                }
+            }
         }
-        Ok(prev)
+        Ok(w.prev)
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
         let conf = config::load(req)?;
         let prev = prev_result_for_del(req)?;
-        match conf.backend {
+        match conf.backend_for_del() {
             // ADD never made anything for firewalld
-            Ok(Backend::Firewalld) => {}
-            // an unknown backend is iptables to the reference: clean up what it made
-            Ok(Backend::Iptables) | Err(_) => {
-                if let Some(prev) = &prev {
-                    iptables_del(&addresses(prev))?;
+            None => {}
+            Some(Backend::Iptables) => {
+                let mut doomed = prev.as_ref().map(addresses).unwrap_or_default();
+                let dir = &conf.data_dir;
+                if let Some(r) = records::read(dir, &req.name, &req.container_id, &req.ifname) {
+                    for a in r.addresses {
+                        if !doomed.contains(&a) {
+                            doomed.push(a);
+                        }
+                    }
                 }
+                iptables_del(&doomed)?;
+                records::remove(dir, &req.name, &req.container_id, &req.ifname)
+                    .map_err(|e| Error::internal(format!("remove the record in {}: {e}", dir.display())))?;
             }
+            Some(Backend::Nftables) => nftables::del(attachment(req))?,
         }
         // the reference's last step: isolation rules stay, an unknown policy is an error
         conf.ingress_policy().map(|_| ())
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
-        let conf = config::load(req)?;
-        let prev = required_prev_result(req)?;
-        let backend = conf.backend_for_setup()?;
-        let policy = conf.ingress_policy()?;
-        let bridge = bridge_of(&prev, policy)?;
-        let addresses = addresses(&prev);
-        match backend {
-            Backend::Iptables => iptables_check(&iptables::Setup {
-                admin_chain: conf.checked_admin_chain()?,
-                addresses: &addresses,
-                isolation: bridge.as_deref().map(|b| (b, policy)),
-            }),
-            Backend::Firewalld => unreachable!("refused by backend_for_setup"),
+        let w = Wanted::read(req)?;
+        match w.backend {
+            Backend::Iptables => iptables_check(&w.iptables()),
+            Backend::Nftables => nftables::check(&w.nftables(req)),
         }
     }
 
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        config::load(req)?;
-        Ok(())
+        let conf = config::load(req)?;
+        match (conf.backend_for_del(), cniconf::valid_attachments(&req.config)?) {
+            (Some(Backend::Nftables), Some(valid)) => nftables::gc(&req.name, &valid),
+            (Some(Backend::Iptables), Some(valid)) => iptables_gc(&conf, &req.name, &valid),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -210,7 +295,15 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
 }
 
 fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
-    let families = families(addresses);
+    // a family whose CNI-FORWARD provably does not exist has nothing to delete: no process
+    let families: BTreeSet<Family> = families(addresses)
+        .into_iter()
+        .filter(|f| {
+            // a failed look is no proof: read with iptables-save then
+            crate::plugins::iptables::chain_locations_in(*f, iptables::TABLE, iptables::PRIV_CHAIN)
+                .map_or(true, |found| !found.is_empty())
+        })
+        .collect();
     if families.is_empty() {
         return Ok(());
     }
@@ -225,6 +318,28 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
         }
     }
     first.map_or(Ok(()), |e| Err(e.into()))
+}
+
+/// The recorded attachments of `network` that are not valid lose their rules (except for
+/// addresses a valid attachment holds too) and their records.
+fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
+        .into_iter()
+        .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));
+    let held: BTreeSet<IpAddr> = keep.iter().flat_map(|r| r.addresses.iter().copied()).collect();
+    let doomed: Vec<IpAddr> = gone
+        .iter()
+        .flat_map(|r| r.addresses.iter().copied())
+        .filter(|a| !held.contains(a))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    iptables_del(&doomed)?;
+    for r in gone {
+        records::remove(&conf.data_dir, network, &r.container_id, &r.ifname)
+            .map_err(|e| Error::internal(format!("remove the record in {}: {e}", conf.data_dir.display())))?;
+    }
+    Ok(())
 }
 
 fn iptables_check(setup: &iptables::Setup) -> Result<(), Error> {
