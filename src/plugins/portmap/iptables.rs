@@ -381,9 +381,9 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
     Ok(())
 }
 
-/// Remove the attachment's chains and entry rules from both families. Missing tools,
-/// tables and chains are not errors (DEL is idempotent).
-pub fn teardown(att: Attachment) -> Result<(), Error> {
+/// Run `plan` on the nat table of each family where portmap's chains may exist (missing
+/// tools and tables are nothing to do), and apply what it planned, under the lock.
+fn change_existing(plan: impl Fn(&Table, &mut Script), what: impl Fn(Family) -> String) -> Result<(), Error> {
     for family in [Family::V4, Family::V6] {
         if !may_have_rules(family) {
             continue;
@@ -393,51 +393,53 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
             continue;
         };
         let mut s = Script::new("nat");
-        remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
-        remove_chain(&t, &chain_name("SN-", att), OLD_TOP_SNAT, &mut s);
-        xtables::restore(family, &s)
-            .map_err(|e| Error::internal(format!("could not teardown {} dnat: {e}", which(family))))?;
+        plan(&t, &mut s);
+        xtables::restore(family, &s).map_err(|e| Error::internal(format!("{}: {e}", what(family))))?;
     }
     Ok(())
+}
+
+/// Remove the attachment's chains and entry rules from both families. Missing tools,
+/// tables and chains are not errors (DEL is idempotent).
+pub fn teardown(att: Attachment) -> Result<(), Error> {
+    change_existing(
+        |t, s| {
+            remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+            remove_chain(t, &chain_name("SN-", att), OLD_TOP_SNAT, s);
+        },
+        |family| format!("could not teardown {} dnat", which(family)),
+    )
 }
 
 /// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
 /// the entry rules' comments say which network and container a chain belongs to.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    for family in [Family::V4, Family::V6] {
-        if !may_have_rules(family) {
-            continue;
-        }
-        let _lock = lock()?;
-        let Some(t) = save_if_usable(family) else {
-            continue;
-        };
-        let mut stale: Vec<String> = t
-            .rules_of(TOP_DNAT)
-            .filter_map(|r| {
-                let (name, id) = parse_comment(arg(r, "--comment")?)?;
-                let att = Attachment {
-                    network,
-                    container_id: &id,
-                };
-                // a trimmed comment does not name the container: such a chain is left
-                let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
-                (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
-            })
-            .collect();
-        stale.sort();
-        stale.dedup();
-        let mut s = Script::new("nat");
-        for id in &stale {
+    change_existing(|t, s| gc_plan(t, s, network, valid), |_| "portmap GC".to_string())
+}
+
+fn gc_plan(t: &Table, s: &mut Script, network: &str, valid: &[(String, String)]) {
+    let mut stale: Vec<String> = t
+        .rules_of(TOP_DNAT)
+        .filter_map(|r| {
+            let (name, id) = parse_comment(arg(r, "--comment")?)?;
             let att = Attachment {
                 network,
-                container_id: id,
+                container_id: &id,
             };
-            remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
-        }
-        xtables::restore(family, &s).map_err(|e| Error::internal(format!("portmap GC: {e}")))?;
+            // a trimmed comment does not name the container: such a chain is left
+            let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
+            (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
+        })
+        .collect();
+    stale.sort();
+    stale.dedup();
+    for id in &stale {
+        let att = Attachment {
+            network,
+            container_id: id,
+        };
+        remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
     }
-    Ok(())
 }
 
 #[cfg(test)]
