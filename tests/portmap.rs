@@ -157,8 +157,8 @@ fn two_containers_on_different_host_ports() {
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
         // each container reaches the other through the node
-        assert_eq!(tcp_get(&a, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
-        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &ca).success();
+        assert_eq!(tcp_get(a, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
+        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), ca).success();
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None);
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
     });
@@ -331,7 +331,7 @@ fn gc_removes_the_rules_of_attachments_no_longer_valid() {
         node.portmap(Side::Cnibox).command("GC").config(&gc).run().success();
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)), None);
-        assert_no_rules(&node, "ctr-b");
+        assert_no_rules(node, "ctr-b");
         // GC of another network touches nothing of this one
         let mut other = gc.clone();
         other["name"] = json!("othernet");
