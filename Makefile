@@ -36,7 +36,7 @@ test-deps:
 
 # Every test: unit tests, integration tests in private network namespaces; then the plugin
 # and hook tests again against the static release binary that `make install` ships.
-RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook --test loopback --test tuning --test bandwidth --test chains --test docker --test portmap
+RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook --test loopback --test tuning --test bandwidth --test chains --test docker --test portmap --test firewall
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
 	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) -- --test-threads=4

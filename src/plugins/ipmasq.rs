@@ -172,7 +172,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
             NftFailure::Failed(err(op, e))
         }
     };
-    let nft = Nftables::current().map_err(failed)?;
+    let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
     let c = comment(att);
     let mut last = None;
@@ -199,7 +199,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
 /// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
 fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
     let op = "delete nftables masquerade rules";
-    let nft = match Nftables::current() {
+    let nft = match Nftables::shared() {
         Ok(n) => n,
         Err(e) if e.is_netfilter_missing() => return Ok(()),
         Err(e) => return Err(err(op, e)),
