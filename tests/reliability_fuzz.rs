@@ -849,7 +849,7 @@ fn fuzz_oci_state() {
         });
         match res {
             Err(_) => failures.push(format!("panic on {:?}", String::from_utf8_lossy(&bytes))),
-            Ok(Err(e)) if e.0.is_empty() => failures.push("empty error".into()),
+            Ok(Err(e)) if e.to_string().is_empty() => failures.push("empty error".into()),
             Ok(Err(_)) => {}
             Ok(Ok((s, phase))) => {
                 parsed += 1;

@@ -39,18 +39,62 @@ const HEADER: &str = "# cnibox host-local owner index (not a reservation)";
 /// many enough that a bucket stays a few KiB at 60,000 reservations.
 const BUCKETS: u64 = 256;
 
-/// The index could not be read or written; the operation and the file are named.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexError(pub String);
+/// The index could not be read or written: the operation, the file, and the OS error.
+#[derive(Debug)]
+pub struct IndexError {
+    op: &'static str,
+    name: String,
+    cause: Cause,
+}
 
-impl fmt::Display for IndexError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// Why an index operation failed.
+#[derive(Debug)]
+enum Cause {
+    Os(Errno),
+    Io(std::io::Error),
+    /// The index directory was replaced under us every time we opened it.
+    KeepsBeingReplaced,
+}
+
+impl From<Errno> for Cause {
+    fn from(e: Errno) -> Cause {
+        Cause::Os(e)
     }
 }
 
-fn ierr(op: &str, name: &str, e: impl fmt::Display) -> IndexError {
-    IndexError(format!("host-local index: {op} {INDEX_DIR}/{name}: {e}"))
+impl From<std::io::Error> for Cause {
+    fn from(e: std::io::Error) -> Cause {
+        Cause::Io(e)
+    }
+}
+
+impl fmt::Display for IndexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host-local index: {} {INDEX_DIR}/{}: ", self.op, self.name)?;
+        match &self.cause {
+            Cause::Os(e) => write!(f, "{e}"),
+            Cause::Io(e) => write!(f, "{e}"),
+            Cause::KeepsBeingReplaced => f.write_str("keeps being replaced"),
+        }
+    }
+}
+
+impl std::error::Error for IndexError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Cause::Os(e) => Some(e),
+            Cause::Io(e) => Some(e),
+            Cause::KeepsBeingReplaced => None,
+        }
+    }
+}
+
+fn ierr(op: &'static str, name: &str, e: impl Into<Cause>) -> IndexError {
+    IndexError {
+        op,
+        name: name.to_string(),
+        cause: e.into(),
+    }
 }
 
 /// Who holds a reservation: the file content `id\r\nifname`, or a legacy file with the ID only.
@@ -395,7 +439,7 @@ impl Index {
                 Err(e) => return Err(ierr("open", "", e)),
             }
         }
-        Err(ierr("open", "", "keeps being replaced"))
+        Err(ierr("open", "", Cause::KeepsBeingReplaced))
     }
 
     /// True when the stamp says the index describes `net_dir` as it is now.
