@@ -52,7 +52,11 @@ clean:
 	$(CARGO) clean
 
 # Two containers on the bridge of plugins.d/10-bridge.conflist, inside private namespaces.
-demo: install
+# The build checks with `file` that the binary is static, so that is installed first if it
+# is missing; tests/demo.sh installs what it runs itself.
+demo:
+	sh tests/deps.sh file
+	$(MAKE) install
 	sh tests/demo.sh $(DESTDIR)$(PREFIX)/bin/cnibox $(DESTDIR)$(CNI_BIN_DIR)
 
 bench: test-deps build

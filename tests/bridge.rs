@@ -1280,3 +1280,45 @@ fn check_passes_after_the_default_route_became_multipath() {
         multipath_check_case(&|| env.call("bridge"), &ctr, &c);
     }
 }
+
+/// On a machine without nft, iptables or any other sbin tool (hidden in a private mount
+/// namespace of the call): masquerade over nf_tables needs none, and the iptables backend
+/// fails ADD saying what is missing and what to install, leaving nothing behind. DEL needs
+/// no tool either.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for (backend, subnet, missing) in [
+            (None, "10.1.2.0/24", None),
+            (Some("iptables"), "10.1.2.0/24", Some("iptables-restore")),
+            (Some("iptables"), "2001:db8:a::/64", Some("ip6tables-restore")),
+        ] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let mut c = conf(
+                &env,
+                v,
+                json!({"isGateway": true, "ipMasq": true, "ipam": ipam(&[subnet])}),
+            );
+            if let Some(b) = backend {
+                c["ipMasqBackend"] = b.into();
+            }
+            let out = env
+                .call("bridge")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ctr.path_str(), IFNAME, &c);
+            match missing {
+                None => {
+                    out.success();
+                    assert!(nft_ruleset(&env.host).contains("masquerade comment"), "{v}");
+                }
+                Some(tool) => assert_eq!(out.failure(999), common::missing_iptables_message(tool), "{v}"),
+            }
+            env.call("bridge")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ctr.path_str(), IFNAME, &c)
+                .success();
+            assert_clean(&env, "bare", Some(&ctr));
+        }
+    }
+}

@@ -885,3 +885,35 @@ fn differential_two_networks_with_default_routes_match_the_reference() {
         }
     }
 }
+
+/// On a machine without nft, iptables or any other sbin tool: masquerade over nf_tables
+/// needs none; the iptables backend fails ADD saying what to install and leaves nothing.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for backend in ["nftables", "iptables"] {
+            let env = TestEnv::new();
+            let ns = env.container();
+            let c = conf(&env, v, json!({"ipMasqBackend": backend}));
+            let out = env
+                .call("ptp")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ns.path_str(), "eth0", &c);
+            if backend == "iptables" {
+                assert_eq!(
+                    out.failure(999),
+                    common::missing_iptables_message("iptables-restore"),
+                    "{v}"
+                );
+            } else {
+                out.success();
+                assert_eq!(masq_rules(&env.host).len(), 1, "{v}");
+            }
+            env.call("ptp")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ns.path_str(), "eth0", &c)
+                .success();
+            assert_clean(&env, Some(&ns), v);
+        }
+    }
+}
