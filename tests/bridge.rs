@@ -374,19 +374,6 @@ fn stable_bridge_mac_across_attachments() {
     }
 }
 
-/// `addr_assign_type` of a link (0 random at creation… 1 random, 3 set by user space), read
-/// through `ip netns exec`, which mounts the namespace's own sysfs.
-pub fn addr_assign_type(ns: &Netns, dev: &str) -> String {
-    let out = common::run_ok(std::process::Command::new("ip").args([
-        "netns",
-        "exec",
-        &ns.name,
-        "cat",
-        &format!("/sys/class/net/{dev}/addr_assign_type"),
-    ]));
-    out.trim().to_string()
-}
-
 /// Both veth ends get their MACs in the create request (as veth does), so the kernel records
 /// them as set (3) rather than random (1), which udev's `MACAddressPolicy=persistent` would
 /// rewrite after ADD, breaking the MACs the result reported.
@@ -402,8 +389,8 @@ fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
             }
             let r = add(&env, "macs", &ctr, &c).success();
             let host_veth = host_veths(&env.host)[0].clone();
-            assert_eq!(addr_assign_type(&env.host, &host_veth), "3", "{v}: host end");
-            assert_eq!(addr_assign_type(&ctr, IFNAME), "3", "{v}: container end");
+            assert_eq!(env.host.addr_assign_type(&host_veth), "3", "{v}: host end");
+            assert_eq!(ctr.addr_assign_type(IFNAME), "3", "{v}: container end");
             let cont_mac = link_details(&ctr, IFNAME)["address"].clone();
             if let Some(m) = requested {
                 assert_eq!(cont_mac, m, "{v}");

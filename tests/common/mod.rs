@@ -134,6 +134,15 @@ impl Netns {
         out
     }
 
+    /// `addr_assign_type` of a link (1 random, 3 set by user space), read through
+    /// `ip netns exec`, which mounts the namespace's own sysfs.
+    pub fn addr_assign_type(&self, dev: &str) -> String {
+        let file = format!("/sys/class/net/{dev}/addr_assign_type");
+        run_ok(Command::new("ip").args(["netns", "exec", &self.name, "cat", &file]))
+            .trim()
+            .to_string()
+    }
+
     /// A sysctl read inside the namespace, e.g. `net/ipv4/ip_forward`.
     pub fn sysctl(&self, key: &str) -> String {
         let out = self.exec(&["cat", &format!("/proc/sys/{key}")]);
