@@ -122,23 +122,43 @@ fn udp_stale_conntrack_entries_are_removed_on_add() {
     });
 }
 
+/// A node with `ctr-a` (host port 8080) and `ctr-b` (8081), both serving on 80.
+struct Two {
+    node: Node,
+    a: Netns,
+    ca: Value,
+    _b: Netns,
+    _servers: (Server, Server),
+}
+
+fn two_containers(backend: &str) -> Two {
+    let node = Node::new();
+    let (a, prev_a) = node.container("ctr-a", false);
+    let (b, prev_b) = node.container("ctr-b", false);
+    let servers = (Server::start(&a, 80, "ctr-a"), Server::start(&b, 80, "ctr-b"));
+    let ca = pm_conf(Some(backend), json!([tcp(8080, 80)]), &prev_a, json!({}));
+    let cb = pm_conf(Some(backend), json!([tcp(8081, 80)]), &prev_b, json!({}));
+    node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &ca).success();
+    node.pm(Side::Cnibox, "ADD", "ctr-b", b.path_str(), &cb).success();
+    Two {
+        node,
+        a,
+        ca,
+        _b: b,
+        _servers: servers,
+    }
+}
+
 #[test]
 fn two_containers_on_different_host_ports() {
     each_backend(|b| {
-        let node = Node::new();
-        let (a, prev_a) = node.container("ctr-a", false);
-        let (bns, prev_b) = node.container("ctr-b", false);
-        let _sa = Server::start(&a, 80, "ctr-a");
-        let _sb = Server::start(&bns, 80, "ctr-b");
-        let ca = pm_conf(Some(b), json!([tcp(8080, 80)]), &prev_a, json!({}));
-        let cb = pm_conf(Some(b), json!([tcp(8081, 80)]), &prev_b, json!({}));
-        node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &ca).success();
-        node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &cb).success();
+        let two = two_containers(b);
+        let (node, a, ca) = (&two.node, &two.a, &two.ca);
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
         // each container reaches the other through the node
-        assert_eq!(tcp_get(&a, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
-        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &ca).success();
+        assert_eq!(tcp_get(a, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
+        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), ca).success();
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None);
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)).as_deref(), Some("ctr-b"));
     });
@@ -302,15 +322,8 @@ fn check_verifies_the_rules() {
 #[test]
 fn gc_removes_the_rules_of_attachments_no_longer_valid() {
     each_backend(|b| {
-        let node = Node::new();
-        let (a, prev_a) = node.container("ctr-a", false);
-        let (bns, prev_b) = node.container("ctr-b", false);
-        let _sa = Server::start(&a, 80, "ctr-a");
-        let _sb = Server::start(&bns, 80, "ctr-b");
-        let ca = pm_conf(Some(b), json!([tcp(8080, 80)]), &prev_a, json!({}));
-        let cb = pm_conf(Some(b), json!([tcp(8081, 80)]), &prev_b, json!({}));
-        node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &ca).success();
-        node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &cb).success();
+        let two = two_containers(b);
+        let node = &two.node;
         let gc = json!({
             "cniVersion": "1.1.0", "name": NET, "type": "portmap", "backend": b,
             "cni.dev/valid-attachments": [{"containerID": "ctr-a", "ifname": IFNAME}],
@@ -318,7 +331,7 @@ fn gc_removes_the_rules_of_attachments_no_longer_valid() {
         node.portmap(Side::Cnibox).command("GC").config(&gc).run().success();
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(), Some("ctr-a"));
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8081)), None);
-        assert_no_rules(&node, "ctr-b");
+        assert_no_rules(node, "ctr-b");
         // GC of another network touches nothing of this one
         let mut other = gc.clone();
         other["name"] = json!("othernet");

@@ -206,15 +206,16 @@ fn confine(applet: &str, stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
         _ => false,
     };
     let mut changed = false;
-    // tuning keeps its saved state in the config's own dataDir (default /run/cni/tuning)
-    if applet == "tuning" {
+    // tuning keeps its saved state in the config's own dataDir (default /run/cni/tuning),
+    // firewall its address records (default /run/cni/firewall)
+    if applet == "tuning" || applet == "firewall" {
         match v.as_object_mut() {
             Some(obj) if !inside(obj.get("dataDir")) => {
-                obj.insert("dataDir".into(), json!(dir.join("tuning")));
+                obj.insert("dataDir".into(), json!(dir.join(applet)));
                 changed = true;
             }
             Some(_) => {}
-            // not an object: tuning fails to decode it before touching the disk
+            // not an object: the plugin fails to decode it before touching the disk
             None => return stdin,
         }
     }
@@ -848,7 +849,7 @@ fn fuzz_oci_state() {
         });
         match res {
             Err(_) => failures.push(format!("panic on {:?}", String::from_utf8_lossy(&bytes))),
-            Ok(Err(e)) if e.0.is_empty() => failures.push("empty error".into()),
+            Ok(Err(e)) if e.to_string().is_empty() => failures.push("empty error".into()),
             Ok(Err(_)) => {}
             Ok(Ok((s, phase))) => {
                 parsed += 1;
