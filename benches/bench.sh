@@ -41,7 +41,8 @@ ip netns add "$HOSTNS"
 mkdir -p "$WORK/cnibox" "$WORK/reference"
 for p in "$REF"/*; do ln -s "$p" "$WORK/reference/${p##*/}"; ln -s "$p" "$WORK/cnibox/${p##*/}"; done
 ln -s "$REF/ptp" "$WORK/reference/veth"
-for a in $("$BIN" --list); do ln -sfn "$BIN" "$WORK/cnibox/$a"; done
+applets=$("$BIN" --list) || { echo "bench: $BIN --list failed (the binary must be named cnibox)" >&2; exit 1; }
+for a in $applets; do ln -sfn "$BIN" "$WORK/cnibox/$a"; done
 
 # The runtimes' client libraries, built offline from Debian's Go sources
 build_go() {  # NAME SOURCE PACKAGE-DIR DEBIAN-PACKAGE
