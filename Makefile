@@ -36,7 +36,7 @@ test-deps:
 
 # Every test: unit tests, integration tests in private network namespaces; then the plugin
 # and hook tests again against the static release binary that `make install` ships.
-RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook --test loopback --test tuning --test bandwidth --test chains --test docker
+RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook --test loopback --test tuning --test bandwidth --test chains --test docker --test portmap --test firewall
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
 	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) -- --test-threads=4
@@ -52,7 +52,11 @@ clean:
 	$(CARGO) clean
 
 # Two containers on the bridge of plugins.d/10-bridge.conflist, inside private namespaces.
-demo: install
+# The build checks with `file` that the binary is static, so that is installed first if it
+# is missing; tests/demo.sh installs what it runs itself.
+demo:
+	sh tests/deps.sh file
+	$(MAKE) install
 	sh tests/demo.sh $(DESTDIR)$(PREFIX)/bin/cnibox $(DESTDIR)$(CNI_BIN_DIR)
 
 bench: test-deps build

@@ -220,6 +220,11 @@ if want plugins; then
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
 fi
 
+# ======================= masquerade: bridge and veth with ipMasq =======================
+if want ipmasq; then
+    source "$BENCH_DIR/ipmasq.sh"
+fi
+
 # ======================= where the time goes: one headline bridge ADD =======================
 if want breakdown; then
     source "$BENCH_DIR/breakdown.sh"

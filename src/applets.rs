@@ -45,6 +45,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "portmap",
+        summary: "forward host ports to the container (chained; nftables or iptables)",
+        kind: Kind::Plugin(&crate::plugins::portmap::Portmap),
+    },
+    Applet {
         name: "loopback",
         summary: "bring up lo in the container (containerd and CRI-O run it for every pod)",
         kind: Kind::Plugin(&crate::plugins::loopback::Loopback),

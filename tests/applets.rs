@@ -15,6 +15,7 @@ const EXPECTED: &[&str] = &[
     "tuning",
     "bandwidth",
     "firewall",
+    "portmap",
     "host-local",
     "cnitool",
     "oci-hook",
@@ -144,4 +145,41 @@ fn install_help_and_bad_flags() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("--force"));
     let out = Command::new(cnibox()).args(["install", "--bogus"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `make demo`'s script on a machine without nftables, iptables and iputils-ping (the sbin
+/// directories hidden and `ping` covered, in a private mount namespace of the run): it needs
+/// none of them (masquerade goes over netlink, busybox pings), and ends with everything
+/// removed.
+#[test]
+fn the_demo_runs_without_firewall_tools_or_iputils_ping() {
+    common::require_root();
+    assert!(
+        std::path::Path::new("/bin/busybox").exists(),
+        "busybox is a test dependency: run sh tests/deps.sh"
+    );
+    let env = common::TestEnv::new();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let script = format!(
+        "mount --make-rprivate / && mount -t tmpfs tmpfs /usr/sbin && mount -t tmpfs tmpfs /usr/local/sbin \
+         && mount --bind /dev/null \"$(command -v ping)\" && ! command -v nft && ! command -v iptables \
+         && ! command -v ping && exec sh {root}/tests/demo.sh \"$0\" \"$1\""
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .arg(cnibox())
+        .arg(&env.bin_dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "demo failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("3 packets transmitted, 3 packets received"), "{stdout}");
+    assert!(stdout.contains("demo: done, everything removed"), "{stdout}");
+    assert!(
+        !stderr.contains("deps: installing"),
+        "the demo installed something: {stderr}"
+    );
 }

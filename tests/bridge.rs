@@ -374,19 +374,6 @@ fn stable_bridge_mac_across_attachments() {
     }
 }
 
-/// `addr_assign_type` of a link (0 random at creation… 1 random, 3 set by user space), read
-/// through `ip netns exec`, which mounts the namespace's own sysfs.
-pub fn addr_assign_type(ns: &Netns, dev: &str) -> String {
-    let out = common::run_ok(std::process::Command::new("ip").args([
-        "netns",
-        "exec",
-        &ns.name,
-        "cat",
-        &format!("/sys/class/net/{dev}/addr_assign_type"),
-    ]));
-    out.trim().to_string()
-}
-
 /// Both veth ends get their MACs in the create request (as veth does), so the kernel records
 /// them as set (3) rather than random (1), which udev's `MACAddressPolicy=persistent` would
 /// rewrite after ADD, breaking the MACs the result reported.
@@ -402,8 +389,8 @@ fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
             }
             let r = add(&env, "macs", &ctr, &c).success();
             let host_veth = host_veths(&env.host)[0].clone();
-            assert_eq!(addr_assign_type(&env.host, &host_veth), "3", "{v}: host end");
-            assert_eq!(addr_assign_type(&ctr, IFNAME), "3", "{v}: container end");
+            assert_eq!(env.host.addr_assign_type(&host_veth), "3", "{v}: host end");
+            assert_eq!(ctr.addr_assign_type(IFNAME), "3", "{v}: container end");
             let cont_mac = link_details(&ctr, IFNAME)["address"].clone();
             if let Some(m) = requested {
                 assert_eq!(cont_mac, m, "{v}");
@@ -1278,5 +1265,47 @@ fn check_passes_after_the_default_route_became_multipath() {
         let ctr = env.container();
         let c = network_conf(&env, v, 0, true, json!([{"dst": "::/0", "gw": "2001:db8:a::1"}]));
         multipath_check_case(&|| env.call("bridge"), &ctr, &c);
+    }
+}
+
+/// On a machine without nft, iptables or any other sbin tool (hidden in a private mount
+/// namespace of the call): masquerade over nf_tables needs none, and the iptables backend
+/// fails ADD saying what is missing and what to install, leaving nothing behind. DEL needs
+/// no tool either.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for (backend, subnet, missing) in [
+            (None, "10.1.2.0/24", None),
+            (Some("iptables"), "10.1.2.0/24", Some("iptables-restore")),
+            (Some("iptables"), "2001:db8:a::/64", Some("ip6tables-restore")),
+        ] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let mut c = conf(
+                &env,
+                v,
+                json!({"isGateway": true, "ipMasq": true, "ipam": ipam(&[subnet])}),
+            );
+            if let Some(b) = backend {
+                c["ipMasqBackend"] = b.into();
+            }
+            let out = env
+                .call("bridge")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ctr.path_str(), IFNAME, &c);
+            match missing {
+                None => {
+                    out.success();
+                    assert!(nft_ruleset(&env.host).contains("masquerade comment"), "{v}");
+                }
+                Some(tool) => assert_eq!(out.failure(999), common::missing_iptables_message(tool), "{v}"),
+            }
+            env.call("bridge")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ctr.path_str(), IFNAME, &c)
+                .success();
+            assert_clean(&env, "bare", Some(&ctr));
+        }
     }
 }

@@ -13,6 +13,20 @@ CONFLIST=${3:-$(dirname "$0")/../plugins.d/10-bridge.conflist}
 [ "$(id -u)" = 0 ] || { echo "demo: run as root (sudo make demo)" >&2; exit 1; }
 [ -x "$CNIBOX" ] || { echo "demo: $CNIBOX not found (make install first)" >&2; exit 1; }
 
+# What the demo runs besides cnibox: `ip` (iproute2) and a ping (iputils' or busybox's).
+# Whatever is missing is installed as `make test` installs its dependencies. cnibox itself
+# needs no tool: masquerade rules go to nf_tables over netlink.
+DEPS="$(dirname "$0")/deps.sh"
+command -v ip >/dev/null 2>&1 || sh "$DEPS" iproute2
+if command -v ping >/dev/null 2>&1; then
+    PING=ping
+elif command -v busybox >/dev/null 2>&1 && busybox --list | grep -qx ping; then
+    PING="busybox ping"
+else
+    sh "$DEPS" iputils-ping
+    PING=ping
+fi
+
 tag="cnibox-demo-$$"
 HOST="$tag-host"
 A="$tag-a"
@@ -67,10 +81,10 @@ ip -n "$HOST" -br link
 ip -n "$HOST" -br addr
 echo
 echo "== A ($ADDR_A) pings B ($ADDR_B)"
-ip netns exec "$A" ping -c 3 -W 2 "$ADDR_B"
+ip netns exec "$A" $PING -c 3 -W 2 "$ADDR_B"
 echo
 echo "== B pings A"
-ip netns exec "$B" ping -c 1 -W 2 "$ADDR_A"
+ip netns exec "$B" $PING -c 1 -W 2 "$ADDR_A"
 echo
 echo "== CHECK both"
 cnitool check "$NETWORK" "/run/netns/$A"

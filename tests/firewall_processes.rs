@@ -24,6 +24,9 @@ struct Run<'a> {
     strace: Option<&'a Path>,
     /// Make NETLINK_NETFILTER sockets fail with EPROTONOSUPPORT, as without nf_tables.
     no_nfnetlink: bool,
+    /// Run as on a machine without iptables and nft: the sbin dirs covered by empty
+    /// tmpfs mounts in a private mount namespace of the call.
+    hide_sbin: bool,
 }
 
 fn call(env: &TestEnv, how: Run, applet: &str, verb: &str, id: &str, netns: &str, conf: &Value) -> CallOutput {
@@ -35,6 +38,16 @@ fn call(env: &TestEnv, how: Run, applet: &str, verb: &str, id: &str, netns: &str
                 .arg(out)
                 .arg("--")
                 .arg(&plugin);
+            c
+        }
+        None if how.hide_sbin => {
+            let mut c = env.host.command("unshare");
+            let mounts: Vec<String> = common::SBIN_DIRS
+                .iter()
+                .map(|d| format!("mount -t tmpfs tmpfs {d} && "))
+                .collect();
+            let script = format!("mount --make-rprivate / && {}exec \"$0\"", mounts.concat());
+            c.args(["-m", "/bin/sh", "-c", &script]).arg(&plugin);
             c
         }
         None => env.host.command(&plugin),
@@ -364,4 +377,35 @@ fn cnibox_and_the_reference_delete_each_others_spoof_check_rules() {
         .success();
     let nft = nft_ruleset(&env.host);
     assert!(!nft.contains("s2-eth0"), "{nft}");
+}
+
+/// Neither backend: a kernel without nf_tables and no iptables tools installed. ipMasq's
+/// ADD fails saying so and what to install, and leaves nothing behind.
+#[test]
+fn without_nf_tables_or_iptables_ipmasq_says_what_to_install() {
+    common::require_root();
+    let env = TestEnv::new();
+    let how = Run {
+        no_nfnetlink: true,
+        hide_sbin: true,
+        ..Run::default()
+    };
+    for v in common::ALL_VERSIONS {
+        let ctr = env.container();
+        let c = conf(
+            &env,
+            v,
+            json!({"isGateway": true, "ipMasq": true, "ipam": ipam(&["10.1.2.0/24"])}),
+        );
+        let msg = call(&env, how, "bridge", "ADD", "nb", ctr.path_str(), &c).failure(999);
+        assert!(
+            msg.starts_with("set up masquerade: ipMasq needs nftables or iptables; neither was found"),
+            "{v}: {msg}"
+        );
+        assert!(
+            msg.ends_with("and iptables-restore is not installed (install the iptables package, or load nf_tables)"),
+            "{v}: {msg}"
+        );
+        assert_clean(&env, "nb", Some(&ctr));
+    }
 }

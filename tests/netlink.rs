@@ -887,3 +887,115 @@ fn settling_a_missing_link_is_not_found() {
     assert!(e.is_not_found());
     assert_eq!(e.to_string(), "get nosuch0: not found");
 }
+
+/// `tc -j ARGS` in this thread's namespace.
+fn tc_json(args: &[&str]) -> Value {
+    let out = common::run_ok(Command::new("tc").arg("-j").args(args));
+    if out.trim().is_empty() {
+        return Value::Array(vec![]);
+    }
+    serde_json::from_str(&out).unwrap()
+}
+
+/// The tc module against the kernel: an ifb, a tbf on a veth and on the ifb, the ingress
+/// qdisc with the redirect filter; the dumps read back what `tc -j` shows; removal.
+#[test]
+fn tc_tbf_ingress_redirect_round_trip() {
+    use cnibox::netlink::tc::{self, Tbf};
+    use cnibox::netlink::IfbSpec;
+    let h = private_host();
+    let veth = h
+        .create_veth(&VethSpec {
+            name: "tcv0",
+            peer_name: "tcv0p",
+            ..Default::default()
+        })
+        .unwrap();
+    h.set_up(veth.index).unwrap();
+    let ifb = h
+        .create_ifb(&IfbSpec {
+            name: "tcifb0",
+            mtu: Some(1400),
+            txqlen: Some(0),
+        })
+        .unwrap();
+    assert!(
+        ifb.up && ifb.mtu == 1400 && ifb.kind.as_deref() == Some("ifb"),
+        "{ifb:?}"
+    );
+    assert!(h
+        .create_ifb(&IfbSpec {
+            name: "tcifb0",
+            ..Default::default()
+        })
+        .unwrap_err()
+        .is_exists());
+
+    let shaping = Tbf {
+        rate: 1_000_000,
+        buffer: 31_250_000,
+        limit: 2_025_000,
+    };
+    h.add_tbf(veth.index, &shaping).unwrap();
+    h.add_tbf(
+        ifb.index,
+        &Tbf {
+            rate: 1 << 33,
+            buffer: 1000,
+            limit: 5000,
+        },
+    )
+    .unwrap();
+    h.add_ingress_qdisc(veth.index).unwrap();
+    h.add_redirect_filter(veth.index, ifb.index).unwrap();
+    assert!(h.add_ingress_qdisc(veth.index).unwrap_err().is_exists());
+
+    let shown = tc_json(&["qdisc", "show", "dev", "tcv0"]);
+    assert_eq!(shown[0]["kind"], "tbf");
+    assert_eq!(shown[0]["options"]["rate"], 1_000_000);
+    assert_eq!(shown[0]["options"]["burst"], 2_000_000);
+    assert_eq!(shown[1]["kind"], "ingress");
+    let q = h.qdiscs(veth.index).unwrap();
+    assert_eq!(q.len(), 2, "{q:?}");
+    assert_eq!(
+        (q[0].kind.as_str(), q[0].handle, q[0].parent),
+        ("tbf", tc::TBF_HANDLE, tc::HANDLE_ROOT)
+    );
+    assert_eq!(q[0].tbf, Some(shaping));
+    assert_eq!(
+        (q[1].kind.as_str(), q[1].handle, q[1].parent),
+        ("ingress", tc::INGRESS_QDISC, tc::HANDLE_INGRESS)
+    );
+    assert_eq!(
+        h.qdiscs(ifb.index).unwrap()[0].tbf.unwrap().rate,
+        1 << 33,
+        "64-bit rates read back"
+    );
+
+    let filters = h.filters(veth.index, tc::INGRESS_QDISC).unwrap();
+    let redirect = filters
+        .iter()
+        .find(|f| !f.redirects.is_empty())
+        .expect("the u32 filter with actions");
+    assert_eq!(redirect.redirects, vec![ifb.index, ifb.index]);
+    assert_eq!(
+        (redirect.kind.as_str(), redirect.priority, redirect.protocol),
+        ("u32", 1, 3)
+    );
+    assert_eq!(redirect.classid, Some(tc::make_handle(1, 1)));
+    let shown = tc_json(&["filter", "show", "dev", "tcv0", "ingress"]).to_string();
+    assert!(shown.contains("\"to_dev\":\"tcifb0\""), "{shown}");
+
+    assert!(h
+        .remove_qdisc(veth.index, tc::HANDLE_INGRESS, tc::INGRESS_QDISC)
+        .unwrap());
+    assert!(!h
+        .remove_qdisc(veth.index, tc::HANDLE_INGRESS, tc::INGRESS_QDISC)
+        .unwrap());
+    assert!(h.remove_qdisc(veth.index, tc::HANDLE_ROOT, tc::TBF_HANDLE).unwrap());
+    assert!(h
+        .qdiscs(veth.index)
+        .unwrap()
+        .iter()
+        .all(|q| q.kind != "tbf" && q.kind != "ingress"));
+}

@@ -206,15 +206,16 @@ fn confine(applet: &str, stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
         _ => false,
     };
     let mut changed = false;
-    // tuning keeps its saved state in the config's own dataDir (default /run/cni/tuning)
-    if applet == "tuning" {
+    // tuning keeps its saved state in the config's own dataDir (default /run/cni/tuning),
+    // firewall its address records (default /run/cni/firewall)
+    if applet == "tuning" || applet == "firewall" {
         match v.as_object_mut() {
             Some(obj) if !inside(obj.get("dataDir")) => {
-                obj.insert("dataDir".into(), json!(dir.join("tuning")));
+                obj.insert("dataDir".into(), json!(dir.join(applet)));
                 changed = true;
             }
             Some(_) => {}
-            // not an object: tuning fails to decode it before touching the disk
+            // not an object: the plugin fails to decode it before touching the disk
             None => return stdin,
         }
     }
@@ -268,6 +269,15 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
             "macvlan" => {
                 json!({"cniVersion": v, "name": "fznet", "type": "macvlan", "master": "fzm0", "mode": "bridge", "ipam": ipam})
             }
+            "portmap" => {
+                let (backend, conditions) = match i % 2 {
+                    0 => ("nftables", json!(["ip saddr 10.0.0.0/8"])),
+                    _ => ("iptables", json!(["-s", "10.0.0.0/8"])),
+                };
+                json!({"cniVersion": v, "name": "fznet", "type": "portmap", "backend": backend,
+                       "snat": i % 3 != 0, "markMasqBit": i % 32, "masqAll": i % 4 == 1,
+                       "conditionsV4": conditions})
+            }
             "loopback" => json!({"cniVersion": v, "name": "fznet", "type": "loopback"}),
             // chained (prevResult below); eth0 is a veth in one of the fuzz containers
             "tuning" => json!({"cniVersion": v, "name": "fznet", "type": "tuning", "dataDir": dir.join("tuning"),
@@ -289,6 +299,13 @@ fn seeds(applet: &str, dir: &Path) -> Vec<Value> {
         if i % 2 == 1 {
             c["runtimeConfig"] = json!({"ips": ["10.1.2.7/24"], "mac": "de:ad:be:ef:00:01"});
             c["args"] = json!({"cni": {"ips": ["10.1.2.8"]}});
+        }
+        if applet == "portmap" {
+            c["runtimeConfig"] = json!({"portMappings": [
+                {"hostPort": 8080 + i, "containerPort": 80, "protocol": "tcp"},
+                {"hostPort": 5353, "containerPort": 53, "protocol": "udp", "hostIP": "10.1.2.1"},
+                {"hostPort": 8443, "containerPort": 443, "protocol": "sctp", "hostIP": "2001:db8:1::1"},
+            ]});
         }
         if *v >= "0.3.0" {
             let mut prev = json!({"cniVersion": v, "interfaces": [{"name": "eth0", "sandbox": "/x"}],
@@ -523,6 +540,11 @@ fn fuzz_bridge_entry_point() {
 #[test]
 fn fuzz_veth_entry_point() {
     fuzz_plugin("veth");
+}
+
+#[test]
+fn fuzz_portmap_entry_point() {
+    fuzz_plugin("portmap");
 }
 
 #[test]
@@ -827,7 +849,7 @@ fn fuzz_oci_state() {
         });
         match res {
             Err(_) => failures.push(format!("panic on {:?}", String::from_utf8_lossy(&bytes))),
-            Ok(Err(e)) if e.0.is_empty() => failures.push("empty error".into()),
+            Ok(Err(e)) if e.to_string().is_empty() => failures.push("empty error".into()),
             Ok(Err(_)) => {}
             Ok(Ok((s, phase))) => {
                 parsed += 1;

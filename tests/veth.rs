@@ -885,3 +885,52 @@ fn differential_two_networks_with_default_routes_match_the_reference() {
         }
     }
 }
+
+/// On a machine without nft, iptables or any other sbin tool: masquerade over nf_tables
+/// needs none; the iptables backend fails ADD saying what to install and leaves nothing.
+#[test]
+fn masquerade_on_a_machine_without_firewall_tools() {
+    for v in ALL_VERSIONS {
+        for backend in ["nftables", "iptables"] {
+            let env = TestEnv::new();
+            let ns = env.container();
+            let c = conf(&env, v, json!({"ipMasqBackend": backend}));
+            let out = env
+                .call("ptp")
+                .without_sbin_tools()
+                .exec("ADD", "bare", ns.path_str(), "eth0", &c);
+            if backend == "iptables" {
+                assert_eq!(
+                    out.failure(999),
+                    common::missing_iptables_message("iptables-restore"),
+                    "{v}"
+                );
+            } else {
+                out.success();
+                assert_eq!(masq_rules(&env.host).len(), 1, "{v}");
+            }
+            env.call("ptp")
+                .without_sbin_tools()
+                .exec("DEL", "bare", ns.path_str(), "eth0", &c)
+                .success();
+            assert_clean(&env, Some(&ns), v);
+        }
+    }
+}
+
+/// Both ends get their MACs in the create request: the kernel records them as set (3),
+/// not random (1), so udev's `MACAddressPolicy=persistent` leaves them alone.
+#[test]
+fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
+    for v in ALL_VERSIONS {
+        let env = TestEnv::new();
+        let ns = env.container();
+        let c = conf(&env, v, json!({}));
+        add(&env, &c, &ns, "macs");
+        let host_veth = host_veths(&env).pop().unwrap();
+        assert_eq!(env.host.addr_assign_type(&host_veth), "3", "{v}: host end");
+        assert_eq!(ns.addr_assign_type("eth0"), "3", "{v}: container end");
+        env.call("ptp").exec("DEL", "macs", ns.path_str(), "eth0", &c).success();
+        assert_clean(&env, Some(&ns), v);
+    }
+}

@@ -35,25 +35,56 @@ pub enum Phase {
     Del,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub String);
+/// Why the OCI state or the phase is unusable.
+#[derive(Debug)]
+pub enum Error {
+    /// stdin is not an OCI state document (the decoder's error is the source).
+    Json(serde_json::Error),
+    EmptyId,
+    PidOutOfRange(i64),
+    /// Neither an explicit phase nor a status.
+    NoPhase,
+    UnknownPhase(String),
+    UnknownStatus(String),
+}
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Error::Json(e) => write!(f, "invalid OCI state on stdin: {e}"),
+            Error::EmptyId => f.write_str("invalid OCI state on stdin: empty container id"),
+            Error::PidOutOfRange(pid) => write!(f, "invalid OCI state on stdin: pid {pid} out of range"),
+            Error::NoPhase => f.write_str("no phase: give add or del, or a state with a status"),
+            Error::UnknownPhase(word) => write!(f, "unknown hook phase {word:?} (want add or del)"),
+            Error::UnknownStatus(word) => write!(f, "cannot tell the phase from OCI status {word:?}; give add or del"),
+        }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Json(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Equal when they say the same (the decoder's error has no equality of its own).
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
 
 impl State {
     pub fn parse(bytes: &[u8]) -> Result<State, Error> {
-        let s: State = serde_json::from_slice(bytes).map_err(|e| Error(format!("invalid OCI state on stdin: {e}")))?;
+        let s: State = serde_json::from_slice(bytes).map_err(Error::Json)?;
         if s.id.is_empty() {
-            return Err(Error("invalid OCI state on stdin: empty container id".into()));
+            return Err(Error::EmptyId);
         }
         if s.pid < 0 || s.pid > i64::from(i32::MAX) {
-            return Err(Error(format!("invalid OCI state on stdin: pid {} out of range", s.pid)));
+            return Err(Error::PidOutOfRange(s.pid));
         }
         Ok(s)
     }
@@ -70,11 +101,9 @@ impl State {
         match word {
             "add" | "creating" | "created" | "running" => Ok(Phase::Add),
             "del" | "delete" | "stopped" => Ok(Phase::Del),
-            "" => Err(Error("no phase: give add or del, or a state with a status".into())),
-            other if explicit.is_some() => Err(Error(format!("unknown hook phase {other:?} (want add or del)"))),
-            other => Err(Error(format!(
-                "cannot tell the phase from OCI status {other:?}; give add or del"
-            ))),
+            "" => Err(Error::NoPhase),
+            other if explicit.is_some() => Err(Error::UnknownPhase(other.to_string())),
+            other => Err(Error::UnknownStatus(other.to_string())),
         }
     }
 }
@@ -116,10 +145,11 @@ mod tests {
         assert!(s
             .phase(Some("start"))
             .unwrap_err()
-            .0
+            .to_string()
             .contains("unknown hook phase \"start\""));
         let s = State::parse(br#"{"id":"x","status":"paused"}"#).unwrap();
-        assert!(s.phase(None).unwrap_err().0.contains("\"paused\""));
+        assert!(s.phase(None).unwrap_err().to_string().contains("\"paused\""));
+        assert_eq!(s.phase(None), Err(Error::UnknownStatus("paused".into())));
     }
 
     #[test]
@@ -135,5 +165,9 @@ mod tests {
         ] {
             assert!(State::parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
+        // the decoder's error is kept as the source
+        let e = State::parse(b"{").unwrap_err();
+        assert!(matches!(e, Error::Json(_)));
+        assert!(std::error::Error::source(&e).is_some());
     }
 }

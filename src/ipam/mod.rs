@@ -36,13 +36,15 @@ struct Owned<'a> {
 
 impl Reservations for Owned<'_> {
     fn reserve(&mut self, ip: IpAddr, set: usize) -> Result<bool, String> {
-        self.store.reserve(self.id, self.ifname, ip, set).map_err(|e| e.0)
+        self.store
+            .reserve(self.id, self.ifname, ip, set)
+            .map_err(|e| e.to_string())
     }
     fn last_reserved(&self, set: usize) -> Option<IpAddr> {
         self.store.last_reserved(set)
     }
     fn held(&mut self) -> Result<Vec<IpAddr>, String> {
-        self.store.held_by(self.id, self.ifname).map_err(|e| e.0)
+        self.store.held_by(self.id, self.ifname).map_err(|e| e.to_string())
     }
 }
 
@@ -155,7 +157,7 @@ impl Plugin for HostLocal {
                 crate::cni::error::go_errno_text(&e)
             )));
         }
-        let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.0))?;
+        let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
         for (idx, set) in conf.ranges.iter().enumerate() {
             if !set_has_free(&peek, set, idx) {
                 return Err(unavailable(format!(

@@ -38,20 +38,62 @@ pub const RESERVE_TMP: &str = ".cnibox-reserve.tmp";
 /// Reservation contents are tiny; anything longer is not one.
 const MAX_RESERVATION: u64 = 1 << 16;
 
-/// A store operation failed; the message names the operation and the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError(pub String);
+/// A store operation failed: which operation on which file, with the OS error as source.
+#[derive(Debug)]
+pub enum StoreError {
+    /// `op path: <errno text>`, the errno worded as Go does.
+    Os {
+        op: &'static str,
+        path: String,
+        errno: Errno,
+    },
+    /// The network name cannot be a directory name below the data dir.
+    InvalidNetwork(String),
+    /// The owner index failed.
+    Index(IndexError),
+}
+
+impl StoreError {
+    fn os(op: &'static str, path: impl fmt::Display, errno: Errno) -> StoreError {
+        StoreError::Os {
+            op,
+            path: path.to_string(),
+            errno,
+        }
+    }
+}
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            StoreError::Os { op, path, errno } => write!(f, "{op} {path}: {}", go_errno(*errno)),
+            StoreError::InvalidNetwork(network) => {
+                write!(f, "host-local: invalid network name {network:?} for the data dir")
+            }
+            StoreError::Index(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Os { errno, .. } => Some(errno),
+            StoreError::InvalidNetwork(_) => None,
+            StoreError::Index(e) => Some(e),
+        }
     }
 }
 
 impl From<IndexError> for StoreError {
     fn from(e: IndexError) -> Self {
-        StoreError(e.0)
+        StoreError::Index(e)
     }
+}
+
+/// The errno of an I/O error (EIO when it carries none).
+fn io_errno(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 fn go_errno(e: Errno) -> String {
@@ -62,9 +104,7 @@ fn go_errno(e: Errno) -> String {
 /// (The entry point already checked it against the name regex; this is the store's own guard.)
 pub fn check_network_name(network: &str) -> Result<(), StoreError> {
     if network.is_empty() || network == "." || network == ".." || network.contains('/') || network.contains('\0') {
-        return Err(StoreError(format!(
-            "host-local: invalid network name {network:?} for the data dir"
-        )));
+        return Err(StoreError::InvalidNetwork(network.to_string()));
     }
     Ok(())
 }
@@ -87,7 +127,7 @@ fn open_network_dir(path: &Path) -> Result<OwnedFd, StoreError> {
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| StoreError(format!("open {}: {}", path.display(), go_errno(e))))
+    .map_err(|e| StoreError::os("open", path.display(), e))
 }
 
 /// A read-only look at a network's store for STATUS: no lock, no change, no symlink followed.
@@ -130,6 +170,9 @@ pub struct Store {
     dirty: bool,
     /// The owner whose content `RESERVE_TMP` currently holds.
     tmp_owner: Option<Owner>,
+    /// The last bucket read or written, for the ID it was parsed for: an ADD reads its
+    /// bucket for the duplicate check and again to record the reservation.
+    cached: Option<(String, Bucket)>,
 }
 
 impl Store {
@@ -142,13 +185,7 @@ impl Store {
             .recursive(true)
             .mode(0o755)
             .create(&path)
-            .map_err(|e| {
-                StoreError(format!(
-                    "mkdir {}: {}",
-                    path.display(),
-                    crate::cni::error::go_errno_text(&e)
-                ))
-            })?;
+            .map_err(|e| StoreError::os("mkdir", path.display(), io_errno(&e)))?;
         let dir = open_network_dir(&path)?;
         // go-filemutex: O_CREAT|O_RDONLY, 0750
         let lock = openat(
@@ -157,19 +194,13 @@ impl Store {
             OFlag::O_CREAT | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::from_bits_truncate(0o750),
         )
-        .map_err(|e| StoreError(format!("open {}/{LOCK_FILE}: {}", path.display(), go_errno(e))))?;
+        .map_err(|e| StoreError::os("open", format!("{}/{LOCK_FILE}", path.display()), e))?;
         let mut lock = lock;
         let lock = loop {
             match Flock::lock(lock, FlockArg::LockExclusive) {
                 Ok(held) => break held,
                 Err((fd, Errno::EINTR)) => lock = fd,
-                Err((_, e)) => {
-                    return Err(StoreError(format!(
-                        "lock {}/{LOCK_FILE}: {}",
-                        path.display(),
-                        go_errno(e)
-                    )))
-                }
+                Err((_, e)) => return Err(StoreError::os("lock", format!("{}/{LOCK_FILE}", path.display()), e)),
             }
         };
         let index = Index::open(&dir)?;
@@ -180,6 +211,7 @@ impl Store {
             index,
             dirty: false,
             tmp_owner: None,
+            cached: None,
         };
         if !store.index.is_current(&store.dir)? {
             store.rebuild()?;
@@ -191,8 +223,8 @@ impl Store {
         &self.path
     }
 
-    fn err(&self, op: &str, name: &str, e: Errno) -> StoreError {
-        StoreError(format!("{op} {}/{name}: {}", self.path.display(), go_errno(e)))
+    fn err(&self, op: &'static str, name: &str, e: Errno) -> StoreError {
+        StoreError::os(op, format!("{}/{name}", self.path.display()), e)
     }
 
     fn invalidate(&mut self) -> Result<(), StoreError> {
@@ -235,6 +267,7 @@ impl Store {
     /// foreign change, a crash, or on first use).
     pub fn rebuild(&mut self) -> Result<(), StoreError> {
         self.invalidate()?;
+        self.cached = None;
         let entries = self.scan()?;
         self.index.replace_all(entries)?;
         Ok(())
@@ -249,7 +282,7 @@ impl Store {
     fn verified_bucket(&mut self, id: &str) -> Result<Bucket, StoreError> {
         let mut rebuilt = false;
         loop {
-            let mut bucket = match self.index.bucket(id)? {
+            let mut bucket = match self.read_bucket(id)? {
                 Some(b) => b,
                 None if !rebuilt => {
                     self.rebuild()?;
@@ -274,6 +307,24 @@ impl Store {
             }
             return Ok(bucket);
         }
+    }
+
+    fn read_bucket(&mut self, id: &str) -> Result<Option<Bucket>, StoreError> {
+        if let Some((cached_id, b)) = &self.cached {
+            if cached_id == id {
+                return Ok(Some(b.clone()));
+            }
+        }
+        let bucket = self.index.bucket(id)?;
+        self.cached = bucket.clone().map(|b| (id.to_string(), b));
+        Ok(bucket)
+    }
+
+    fn write_bucket(&mut self, id: &str, bucket: Bucket) -> Result<(), StoreError> {
+        self.cached = None;
+        self.index.write_bucket(id, &bucket)?;
+        self.cached = Some((id.to_string(), bucket));
+        Ok(())
     }
 
     /// Addresses held by (id, ifname), in the new format and the legacy ID-only one
@@ -360,7 +411,7 @@ impl Store {
             ip,
             owner: owner.clone(),
         });
-        self.index.write_bucket(&owner.id, &bucket)?;
+        self.write_bucket(&owner.id, bucket)?;
         self.write_last_reserved(set, ip)
     }
 
@@ -389,7 +440,7 @@ impl Store {
             }
         }
         bucket.mine.retain(|e| !gone.contains(&e.ip));
-        self.index.write_bucket(id, &bucket)?;
+        self.write_bucket(id, bucket)?;
         first_err.map_or(Ok(()), Err)
     }
 
@@ -702,7 +753,21 @@ mod tests {
         std::fs::create_dir(d.path().join("data")).unwrap();
         std::os::unix::fs::symlink(&victim, d.path().join("data/net")).unwrap();
         let e = Store::open(&d.path().join("data"), "net").err().unwrap();
-        assert!(e.0.contains("not a directory"), "{e}");
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        // callers can branch on the typed cause, and the OS error is kept as the source
+        assert!(
+            matches!(
+                e,
+                StoreError::Os {
+                    op: "open",
+                    errno: Errno::ENOTDIR,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let source = std::error::Error::source(&e).expect("the OS error");
+        assert_eq!(source.to_string(), Errno::ENOTDIR.to_string());
         assert_eq!(
             std::fs::read_dir(&victim).unwrap().count(),
             0,

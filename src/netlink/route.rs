@@ -281,6 +281,40 @@ impl<T: Transport> Handle<T> {
     }
 }
 
+impl<T: Transport> Handle<T> {
+    /// The route the kernel would use to reach `dst` (`ip route get`); None when it has
+    /// none (unreachable).
+    pub fn route_get(&self, dst: IpAddr) -> Result<Option<RouteInfo>> {
+        let op = Op::new("get", format!("route to {dst}"));
+        let (family, bits) = match dst {
+            IpAddr::V4(_) => (wire::AF_INET, 32),
+            IpAddr::V6(_) => (wire::AF_INET6, 128),
+        };
+        let mut a = RtBuffer::<Rta, Buffer>::new();
+        a.push(attr(wire::RTA_DST, Buffer::from(wire::ip_bytes(dst))).map_err(|e| op.encode(e))?);
+        let msg = RtmsgBuilder::default()
+            .rtm_family(RtAddrFamily::from(family))
+            .rtm_dst_len(bits)
+            .rtm_src_len(0)
+            .rtm_tos(0)
+            .rtm_table(RtTable::from(0))
+            .rtm_protocol(Rtprot::from(0))
+            .rtm_scope(RtScope::from(0))
+            .rtm_type(Rtn::from(0))
+            .rtattrs(a)
+            .build()
+            .map_err(|e| op.encode(e.to_string()))?;
+        match self.get(&op, wire::RTM_GETROUTE, wire::encode(&msg).map_err(|e| op.encode(e))?) {
+            Ok(msgs) => match msgs.iter().find(|m| m.kind == wire::RTM_NEWROUTE) {
+                Some(m) => decode_route(&op, m).map(Some),
+                None => Ok(None),
+            },
+            Err(e) if matches!(e.errno(), Some(libc::ENETUNREACH | libc::EHOSTUNREACH)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 pub(crate) fn decode_route(op: &Op, m: &Message) -> Result<RouteInfo> {
     let msg = Rtmsg::from_bytes_with_input(&mut Cursor::new(&m.payload), m.payload.len())
         .map_err(|e| op.decode(format!("route message: {e}")))?;

@@ -509,6 +509,19 @@ mod tests {
         );
         h.transport().push_errno(libc::EEXIST);
         assert!(h.add_ingress_qdisc(7).unwrap_err().is_exists());
+        // an unknown link kind is EOPNOTSUPP from rtnetlink
+        h.transport().push_errno(libc::EOPNOTSUPP);
+        let e = h
+            .create_ifb(&crate::netlink::IfbSpec {
+                name: "bwp0",
+                mtu: Some(1500),
+                txqlen: Some(0),
+            })
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "create ifb bwp0: ifb is not supported by this kernel (Operation not supported)"
+        );
     }
 
     #[test]

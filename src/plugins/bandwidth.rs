@@ -12,7 +12,7 @@
 //! Rates are in bits per second and bursts in bits, as in the reference; the token bucket
 //! arithmetic (25 ms latency, psched ticks) is the reference's, so the kernel ends up with
 //! the same qdiscs. DEL removes the ifb and the host veth's qdiscs; CHECK compares rate,
-//! limit and buffer of both token buckets.
+//! limit and buffer of both token buckets and looks for the redirect to the ifb.
 use super::netns_open;
 use super::rollback::Rollback;
 use crate::cni::config as cniconf;
@@ -294,6 +294,18 @@ impl Plugin for Bandwidth {
                 .link_by_name(&name)?
                 .ok_or_else(|| Error::internal("get ifb device: Link not found"))?;
             check_tbf(&host, ifb.index, &limits.egress.tbf(clock))?;
+            // without the redirect the ifb's bucket shapes nothing (the reference does not look)
+            let redirected = host
+                .filters(veth.index, tc::INGRESS_QDISC)
+                .unwrap_or_default()
+                .iter()
+                .any(|f| f.redirects.contains(&ifb.index));
+            if !redirected {
+                return Err(Error::internal(format!(
+                    "Failed to find the filter redirecting {} to {name}",
+                    veth.name
+                )));
+            }
         }
         Ok(())
     }

@@ -54,10 +54,47 @@ pub fn find_tool(name: &str) -> Option<PathBuf> {
     found
 }
 
-/// The error for a tool that is needed and not installed.
+/// The Debian/Ubuntu package that installs tool `name` (every spelling of the iptables
+/// family, and `nft`).
+pub fn package_of(name: &str) -> Option<&'static str> {
+    if name.starts_with("iptables") || name.starts_with("ip6tables") {
+        Some("iptables")
+    } else if name == "nft" {
+        Some("nftables")
+    } else {
+        None
+    }
+}
+
+/// The error for a tool that is needed and not installed: what is missing, where it was
+/// looked for, and what to install.
 pub fn missing_tool(op: &str, name: &str) -> Error {
+    let install = package_of(name)
+        .map(|p| format!(" (install the {p} package)"))
+        .unwrap_or_default();
     err(
         op,
-        format!("{name} is needed and was not found in PATH or {}", SBIN_DIRS.join(", ")),
+        format!(
+            "{name} is needed and was not found in PATH or {}{install}",
+            SBIN_DIRS.join(", ")
+        ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tool_names_the_package_to_install() {
+        assert_eq!(
+            missing_tool("set up iptables masquerade", "iptables-restore").to_string(),
+            "set up iptables masquerade: iptables-restore is needed and was not found in PATH or \
+             /usr/sbin, /sbin, /usr/local/sbin (install the iptables package)"
+        );
+        assert_eq!(package_of("ip6tables-legacy-save"), Some("iptables"));
+        assert_eq!(package_of("nft"), Some("nftables"));
+        assert_eq!(package_of("runc"), None);
+        assert!(missing_tool("x", "runc").to_string().ends_with("/usr/local/sbin"));
+    }
 }

@@ -75,10 +75,33 @@ pub fn setup(backend: Backend, att: Attachment, addrs: &[IpNetwork]) -> Result<(
         }),
         Backend::Auto => match nft_setup(att, addrs) {
             Ok(()) => Ok(()),
-            Err(NftFailure::Missing(_)) => ipt_setup(att, addrs),
+            Err(NftFailure::Missing(nf)) => match missing_iptables(addrs) {
+                Some(tool) => Err(neither_backend(&nf, &tool)),
+                None => ipt_setup(att, addrs),
+            },
             Err(NftFailure::Failed(e)) => Err(e),
         },
     }
+}
+
+/// The iptables tool the fallback would need for `addrs` and cannot find, if any.
+fn missing_iptables(addrs: &[IpNetwork]) -> Option<String> {
+    [IpFamily::V4, IpFamily::V6]
+        .into_iter()
+        .filter(|v| addrs.iter().any(|a| IpFamily::of(a.ip()) == *v))
+        .find(|v| iptables::default_tools(*v).is_none())
+        .map(|v| format!("{}-restore", v.tool()))
+}
+
+/// `ipMasq` without a backend: no nf_tables in the kernel, no iptables tools installed.
+fn neither_backend(nf: &dyn std::fmt::Display, tool: &str) -> Error {
+    err(
+        "set up masquerade",
+        format!(
+            "ipMasq needs nftables or iptables; neither was found: this kernel offers no nf_tables \
+             ({nf}) and {tool} is not installed (install the iptables package, or load nf_tables)"
+        ),
+    )
 }
 
 /// Remove every masquerade rule of the attachment, from both backends (the attachment may
@@ -172,7 +195,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
             NftFailure::Failed(err(op, e))
         }
     };
-    let nft = Nftables::current().map_err(failed)?;
+    let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
     let c = comment(att);
     let mut last = None;
@@ -199,7 +222,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
 /// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
 fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
     let op = "delete nftables masquerade rules";
-    let nft = match Nftables::current() {
+    let nft = match Nftables::shared() {
         Ok(n) => n,
         Err(e) if e.is_netfilter_missing() => return Ok(()),
         Err(e) => return Err(err(op, e)),
@@ -359,6 +382,16 @@ mod tests {
         assert_eq!(comment(att).len(), NFT_COMMENT_MAX);
         let quoted = Attachment { network: "a\"b", ..ATT };
         assert!(!comment(quoted).contains('"'));
+    }
+
+    #[test]
+    fn without_either_backend_the_error_says_what_to_install() {
+        assert_eq!(
+            neither_backend(&"nf_tables: not supported", "iptables-restore").to_string(),
+            "set up masquerade: ipMasq needs nftables or iptables; neither was found: this kernel \
+             offers no nf_tables (nf_tables: not supported) and iptables-restore is not installed \
+             (install the iptables package, or load nf_tables)"
+        );
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub fn chain_locations(v: IpVersion, chain: &str) -> Result<Vec<Variant>, Error>
 pub fn chain_locations_in(v: IpVersion, table: &str, chain: &str) -> Result<Vec<Variant>, Error> {
     let op = || format!("look for {} chain {chain}", v.tool());
     let mut found = Vec::new();
-    match Nftables::current() {
+    match Nftables::shared() {
         Ok(nft) => {
             if xtables::has_chain(&nft, nf_family(v), table, chain).map_err(|e| err(op(), e))? {
                 found.push(Variant::Nft);

@@ -1,4 +1,4 @@
-//! The plugin applets (bridge, veth alias ptp, macvlan, loopback, tuning, bandwidth) and the pieces they share.
+//! The plugin applets (bridge, veth alias ptp, macvlan, loopback, tuning, bandwidth, portmap) and the pieces they share.
 //!
 //! * [`bridge`]: the bridge plugin.
 //! * [`veth`]: the veth plugin, also answering as `ptp`.
@@ -7,6 +7,7 @@
 //! * [`loopback`]: `lo` up in the container.
 //! * [`tuning`]: sysctls and link attributes of the container interface (chained).
 //! * [`bandwidth`]: rate limits on the host veth and an ifb (chained).
+//! * [`portmap`]: host ports forwarded to the container (chained).
 //!
 //! Each plugin module reads as the steps of its ADD, DEL and CHECK; the shared pieces are:
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
@@ -33,6 +34,7 @@ pub mod l3;
 pub mod loopback;
 pub mod macvlan;
 pub mod netns_open;
+pub mod portmap;
 pub mod rollback;
 pub mod spoofcheck;
 pub mod teardown;

@@ -59,7 +59,7 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
         mac_chain: &macc,
         comment: &comment,
     };
-    let nft = Nftables::current().map_err(|e| err(op, e))?;
+    let nft = Nftables::shared().map_err(|e| err(op, e))?;
     let mut last = None;
     for _ in 0..ATTEMPTS {
         let mut tx = Transaction::new();
@@ -80,7 +80,7 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
 /// (table, chains, rules, or nf_tables itself) is not an error.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
     let op = "failed to teardown spoof-check";
-    let nft = match Nftables::current() {
+    let nft = match Nftables::shared() {
         Ok(n) => n,
         Err(e) if e.is_netfilter_missing() => return Ok(()),
         Err(e) => return Err(err(op, e)),

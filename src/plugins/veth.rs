@@ -86,6 +86,17 @@ impl Plugin for Veth {
             )));
         }
         iface::enable_forwarding(&result.ips).map_err(|e| e.context("Could not enable IP forwarding"))?;
+        // Masquerade as soon as the addresses are known: the kernel's release of the commit
+        // then overlaps the link work below (see `Nftables::shared`).
+        if let Some(backend) = backend {
+            let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
+            let att = l3::masq_attachment(req);
+            // registered first: a setup that fails halfway leaves rules too
+            rollback.push("remove ip masquerade rules", move || {
+                ipmasq::teardown(att).map_err(|e| e.to_string())
+            });
+            ipmasq::setup(backend, att, &addrs)?;
+        }
 
         let (host_link, cont_mac) = create_pair(&host, &ns, &req.ifname, conf.mtu)?;
         let host_index = host_link.index;
@@ -119,16 +130,6 @@ impl Plugin for Veth {
         configure_container(&ns, &cont, &req.ifname, &result, has_v6)?;
         configure_host(&host, &host_link, &result)?;
 
-        if let Some(backend) = backend {
-            let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
-            let att = l3::masq_attachment(req);
-            // registered first: a setup that fails halfway leaves rules too
-            rollback.push("remove ip masquerade rules", move || {
-                ipmasq::teardown(att).map_err(|e| e.to_string())
-            });
-            ipmasq::setup(backend, att, &addrs)?;
-        }
-
         result.dns = cniconf::dns_override(&result.dns, &conf.dns);
         // A result the config's version cannot express fails here, while the rollback
         // can still undo the ADD (the reference leaves everything behind then).
@@ -142,6 +143,11 @@ impl Plugin for Veth {
     fn del(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
         let mut teardown = Teardown::new("veth");
+        if conf.ip_masq {
+            // Found by attachment, not by address: works without the netns. First, so the
+            // kernel releases the commit during the link deletion (see `Nftables::shared`).
+            teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
+        }
         // The host end, its gateway address and host routes go with the pair.
         let prev = container_link::prev_result(req, "veth");
         let removed = container_link::delete(req, prev.as_ref(), "veth");
@@ -150,10 +156,6 @@ impl Plugin for Veth {
             teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
-        if conf.ip_masq {
-            // Found by attachment, not by address: works without the netns.
-            teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
-        }
         // Released last, so an address is never free while still configured.
         teardown.step(delegate::del(&conf.ipam_type, req));
         teardown.finish()

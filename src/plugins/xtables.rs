@@ -8,7 +8,7 @@
 //!
 //! `iptables-save`/`iptables-restore` are whatever the host's alternatives point at
 //! (iptables-nft or iptables-legacy), as the reference's `iptables` calls are.
-use super::firewall_tools::{err, find_tool, Error};
+use super::firewall_tools::{err, find_tool, missing_tool, Error};
 use nix::fcntl::{Flock, FlockArg};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -255,7 +255,7 @@ pub fn split_rule(line: &str) -> Vec<String> {
 }
 
 fn tool_path(name: &str) -> Result<std::path::PathBuf, Error> {
-    find_tool(name).ok_or_else(|| err(format!("run {name}"), "not found in PATH, /usr/sbin or /sbin"))
+    find_tool(name).ok_or_else(|| missing_tool(&format!("run {name}"), name))
 }
 
 fn save_tool(family: Family) -> &'static str {

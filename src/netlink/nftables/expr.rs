@@ -218,6 +218,81 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for the kinds the
+    /// shapes read back (meta loads, payload loads, cmp, immediate, nat, masq); None for
+    /// any other kind, and for a form this layer never builds.
+    pub(crate) fn decode(name: &str, data: &[u8]) -> Option<Expr> {
+        use crate::netlink::netfilter::be32;
+        use crate::netlink::wire::find;
+        let num = |ty: u16| find(data, ty).and_then(be32);
+        let value = |ty: u16| {
+            find(data, ty)
+                .and_then(|d| find(d, NFTA_DATA_VALUE))
+                .map(<[u8]>::to_vec)
+        };
+        Some(match name {
+            "meta" if find(data, NFTA_META_DREG).is_some() => Expr::Meta {
+                key: match num(NFTA_META_KEY)? {
+                    3 => MetaKey::Mark,
+                    6 => MetaKey::Iifname,
+                    7 => MetaKey::Oifname,
+                    15 => MetaKey::Nfproto,
+                    16 => MetaKey::L4proto,
+                    _ => return None,
+                },
+                dreg: num(NFTA_META_DREG)?,
+            },
+            "payload" => Expr::Payload {
+                base: match num(NFTA_PAYLOAD_BASE)? {
+                    0 => PayloadBase::Link,
+                    1 => PayloadBase::Network,
+                    2 => PayloadBase::Transport,
+                    _ => return None,
+                },
+                offset: num(NFTA_PAYLOAD_OFFSET)?,
+                len: num(NFTA_PAYLOAD_LEN)?,
+                dreg: num(NFTA_PAYLOAD_DREG)?,
+            },
+            "cmp" => Expr::Cmp {
+                op: match num(NFTA_CMP_OP)? {
+                    0 => CmpOp::Eq,
+                    1 => CmpOp::Neq,
+                    _ => return None,
+                },
+                sreg: num(NFTA_CMP_SREG)?,
+                data: value(NFTA_CMP_DATA)?,
+            },
+            "immediate" => match value(NFTA_IMMEDIATE_DATA) {
+                Some(data) => Expr::Immediate {
+                    dreg: num(NFTA_IMMEDIATE_DREG)?,
+                    data,
+                },
+                None => Expr::Verdict(super::objects::decode_verdict(find(
+                    find(data, NFTA_IMMEDIATE_DATA)?,
+                    NFTA_DATA_VERDICT,
+                )?)?),
+            },
+            "nat" => Expr::Nat {
+                kind: match num(NFTA_NAT_TYPE)? {
+                    0 => NatKind::Snat,
+                    1 => NatKind::Dnat,
+                    _ => return None,
+                },
+                family: match num(NFTA_NAT_FAMILY)? {
+                    2 => Family::Ip,
+                    10 => Family::Ip6,
+                    _ => return None,
+                },
+                addr: num(NFTA_NAT_REG_ADDR_MIN),
+                port: num(NFTA_NAT_REG_PROTO_MIN),
+            },
+            "masq" => Expr::Masq,
+            _ => return None,
+        })
+    }
+}
+
 // ------------------------------------------------------------------ matchers
 //
 // Each returns the expressions nft generates for the same words, so listings match.

@@ -62,6 +62,38 @@ impl Nftables {
         })
     }
 
+    /// nf_tables of the calling thread's current namespace, through one socket per thread
+    /// and namespace that stays open until the thread ends.
+    ///
+    /// Why keep it: closing a `NETLINK_NETFILTER` socket waits for the kernel to finish
+    /// releasing the last commit's objects (the nf_tables destroy work, an RCU grace period:
+    /// 3-15 ms). Closed right after a commit, that wait lands on the plugin; left open until
+    /// the process exits, the grace period runs while the plugin does its other work (links,
+    /// addresses, IPAM), so the close at exit finds nothing to wait for. One socket also
+    /// serves every firewall step of the call.
+    pub fn shared() -> Result<std::rc::Rc<Nftables>> {
+        use std::os::unix::fs::MetadataExt;
+        thread_local! {
+            static SHARED: std::cell::RefCell<Option<(u64, std::rc::Rc<Nftables>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        // The namespace's identity: a thread that moved to another namespace gets a new socket.
+        let ns = std::fs::metadata("/proc/thread-self/ns/net")
+            .map(|m| m.ino())
+            .unwrap_or(0);
+        SHARED.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            match &*cell {
+                Some((ino, nft)) if *ino == ns && ns != 0 => Ok(nft.clone()),
+                _ => {
+                    let nft = std::rc::Rc::new(Nftables::current()?);
+                    *cell = Some((ns, nft.clone()));
+                    Ok(nft)
+                }
+            }
+        })
+    }
+
     /// nf_tables of `netns` (the socket is created inside it).
     pub fn open(netns: &Netns) -> Result<Nftables> {
         Ok(Nftables {
@@ -268,7 +300,18 @@ impl Transaction {
 
     /// `add rule`: appended at the end of its chain.
     pub fn add_rule(&mut self, r: &Rule) -> &mut Self {
-        let attrs = objects::rule_attrs(r, None).into_bytes();
+        self.append_rule(r, None)
+    }
+
+    /// `add rule` with cnibox's tag in the rule's userdata, after its comment: listed by
+    /// nft exactly like [`add_rule`](Self::add_rule)'s, and read back as
+    /// [`RuleInfo::tag`].
+    pub fn add_rule_tagged(&mut self, r: &Rule, tag: &str) -> &mut Self {
+        self.append_rule(r, Some(tag))
+    }
+
+    fn append_rule(&mut self, r: &Rule, tag: Option<&str>) -> &mut Self {
+        let attrs = objects::rule_attrs_tagged(r, None, tag).into_bytes();
         let object = format!("{} {} {}", r.family, r.table, r.chain);
         self.push(
             "add rule",

@@ -137,6 +137,11 @@ pub struct RuleInfo {
     pub handle: u64,
     pub comment: Option<String>,
     pub exprs: Vec<String>,
+    /// The expressions decoded, one per entry of `exprs`; None where [`Expr::decode`]
+    /// does not read that kind (a shape reading rules back then sees it is not its own).
+    pub expressions: Vec<Option<Expr>>,
+    /// cnibox's tag (see [`Transaction::add_rule_tagged`](super::Transaction::add_rule_tagged)).
+    pub tag: Option<String>,
     pub verdict: Option<Verdict>,
 }
 
@@ -154,11 +159,36 @@ pub(crate) fn comment_udata(comment: &str) -> Vec<u8> {
 }
 
 /// The comment TLV of a userdata blob.
-pub(crate) fn udata_comment(mut udata: &[u8]) -> Option<String> {
+pub(crate) fn udata_comment(udata: &[u8]) -> Option<String> {
+    udata_tlv(udata, NFTNL_UDATA_COMMENT)
+}
+
+/// cnibox's own userdata TLV, after the comment: a tag a shape can find its rules by when
+/// the layout it copies leaves nothing else to tell them apart (portmap's rules name only
+/// the container, so the network goes here). nft, libnftnl and knftables skip TLV types
+/// they do not know: listings show the comment alone.
+pub(crate) const CNIBOX_UDATA_TAG: u8 = 0xcb;
+
+/// A rule's userdata: the comment TLV, then the tag TLV.
+pub(crate) fn rule_udata(comment: Option<&str>, tag: Option<&str>) -> Vec<u8> {
+    let mut v = comment.map(comment_udata).unwrap_or_default();
+    if let Some(t) = tag {
+        let mut end = t.len().min(NFT_COMMENT_MAX);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        v.extend_from_slice(&[CNIBOX_UDATA_TAG, (end + 1) as u8]);
+        v.extend_from_slice(&t.as_bytes()[..end]);
+        v.push(0);
+    }
+    v
+}
+
+fn udata_tlv(mut udata: &[u8], ty: u8) -> Option<String> {
     while udata.len() >= 2 {
-        let (ty, len) = (udata[0], udata[1] as usize);
+        let (t, len) = (udata[0], udata[1] as usize);
         let value = udata.get(2..2 + len)?;
-        if ty == NFTNL_UDATA_COMMENT {
+        if t == ty {
             return Some(as_string(value));
         }
         udata = &udata[2 + len..];
@@ -202,6 +232,11 @@ pub(crate) fn rule_location(table: &str, chain: &str) -> Attrs {
 }
 
 pub(crate) fn rule_attrs(r: &Rule, position: Option<u64>) -> Attrs {
+    rule_attrs_tagged(r, position, None)
+}
+
+/// A rule's attributes with cnibox's tag in its userdata (see [`CNIBOX_UDATA_TAG`]).
+pub(crate) fn rule_attrs_tagged(r: &Rule, position: Option<u64>, tag: Option<&str>) -> Attrs {
     let mut a = rule_location(r.table, r.chain);
     if let Some(p) = position {
         a.be64(NFTA_RULE_POSITION, p);
@@ -218,8 +253,8 @@ pub(crate) fn rule_attrs(r: &Rule, position: Option<u64>) -> Attrs {
             });
         }
     });
-    if let Some(c) = r.comment {
-        a.bytes(NFTA_RULE_USERDATA, &comment_udata(c));
+    if r.comment.is_some() || tag.is_some() {
+        a.bytes(NFTA_RULE_USERDATA, &rule_udata(r.comment, tag));
     }
     a
 }
@@ -250,6 +285,7 @@ pub(crate) fn decode_chain(a: &[u8]) -> Option<ChainInfo> {
 
 pub(crate) fn decode_rule(a: &[u8]) -> Option<RuleInfo> {
     let mut exprs = Vec::new();
+    let mut expressions = Vec::new();
     let mut verdict = None;
     for (_, el) in attrs(find(a, NFTA_RULE_EXPRESSIONS).unwrap_or(&[])) {
         let name = as_string(find(el, NFTA_EXPR_NAME)?);
@@ -259,18 +295,21 @@ pub(crate) fn decode_rule(a: &[u8]) -> Option<RuleInfo> {
                 verdict = decode_verdict(v);
             }
         }
+        expressions.push(Expr::decode(&name, find(el, NFTA_EXPR_DATA).unwrap_or(&[])));
         exprs.push(name);
     }
     Some(RuleInfo {
         chain: as_string(find(a, NFTA_RULE_CHAIN)?),
         handle: be64(find(a, NFTA_RULE_HANDLE)?)?,
         comment: find(a, NFTA_RULE_USERDATA).and_then(udata_comment),
+        tag: find(a, NFTA_RULE_USERDATA).and_then(|u| udata_tlv(u, CNIBOX_UDATA_TAG)),
         exprs,
+        expressions,
         verdict,
     })
 }
 
-fn decode_verdict(v: &[u8]) -> Option<Verdict> {
+pub(crate) fn decode_verdict(v: &[u8]) -> Option<Verdict> {
     let code = be32(find(v, NFTA_VERDICT_CODE)?)? as i32;
     let chain = || find(v, NFTA_VERDICT_CHAIN).map(as_string);
     Some(match code {
@@ -295,5 +334,14 @@ mod tests {
         let u = comment_udata(&long);
         assert!(u.len() - 3 <= NFT_COMMENT_MAX);
         assert_eq!(udata_comment(&u).unwrap().chars().count(), 64);
+    }
+
+    #[test]
+    fn a_tag_follows_the_comment_and_reads_back() {
+        let u = rule_udata(Some("ctr"), Some("net"));
+        assert_eq!(u, b"\x00\x04ctr\x00\xcb\x04net\x00");
+        assert_eq!(udata_comment(&u).as_deref(), Some("ctr"));
+        assert_eq!(udata_tlv(&u, CNIBOX_UDATA_TAG).as_deref(), Some("net"));
+        assert_eq!(rule_udata(Some("ctr"), None), comment_udata("ctr"));
     }
 }

@@ -145,20 +145,21 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         result.dns = ipam_result.dns;
+        // Masquerade as soon as the addresses are known: the kernel's release of the commit
+        // then overlaps the address configuration (see `Nftables::shared`).
+        if let Some(backend) = masq_backend {
+            let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
+            rollback.push("tear down masquerade rules", || {
+                ipmasq::teardown(l3::masq_attachment(req)).map_err(|e| e.to_string())
+            });
+            ipmasq::setup(backend, l3::masq_attachment(req), &addrs)?;
+        }
         let gateways = gateway::apply(&mut result, conf);
 
         container_sysctls(&netns, &req.ifname, conf.enable_dad)?;
         iface::configure(&netns, &cont, &req.ifname, &result)?;
         if conf.is_gateway && !gateways.is_empty() {
             put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
-        }
-
-        if let Some(backend) = masq_backend {
-            let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
-            ipmasq::setup(backend, l3::masq_attachment(req), &addrs)?;
-            rollback.push("tear down masquerade rules", || {
-                ipmasq::teardown(l3::masq_attachment(req)).map_err(|e| e.to_string())
-            });
         }
     } else if !conf.disable_container_interface {
         cont.set_up(cont_link.index)
@@ -229,12 +230,20 @@ fn put_gateways(
     iface::enable_forwarding(&result.ips).map_err(|e| e.context("failed to enable forwarding"))
 }
 
-/// DEL, idempotent in every state: the container link first (so no address is released
-/// while still configured), then IPAM, then the spoof-check and masquerade rules, which are
-/// found by attachment and so are removed even when the netns is gone. The bridge stays.
+/// DEL, idempotent in every state: the spoof-check and masquerade rules (found by
+/// attachment, so removed even when the netns is gone), then the container link, then IPAM
+/// (so no address is released while still configured). The bridge stays.
 /// Every step is attempted (see [`Teardown`]); whatever is already gone is success.
 fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     let mut teardown = Teardown::new("bridge");
+    // Rules first: the kernel releases what a commit removed during the link deletion
+    // that follows, instead of at exit (see `Nftables::shared`).
+    if conf.macspoofchk {
+        teardown.step(spoofcheck::teardown(spoof_attachment(req)));
+    }
+    if conf.is_layer3() && conf.ip_masq {
+        teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
+    }
     let prev = container_link::prev_result(req, "bridge");
     let removed = container_link::delete(req, prev.as_ref(), "veth");
     if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
@@ -246,12 +255,6 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     // Released after the link is gone, so an address is never free while configured.
     if let Some(ipam) = &conf.ipam_type {
         teardown.step(delegate::del(ipam, req));
-    }
-    if conf.macspoofchk {
-        teardown.step(spoofcheck::teardown(spoof_attachment(req)));
-    }
-    if conf.is_layer3() && conf.ip_masq {
-        teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
     }
     teardown.finish()
 }

@@ -1,6 +1,7 @@
-//! The firewall plugin's keys: `backend`, `iptablesAdminChainName`, `ingressPolicy`, and
-//! `firewalldZone` (read for compatibility; only the firewalld backend, which cnibox does
-//! not have, would use it).
+//! The firewall plugin's keys: `backend`, `iptablesAdminChainName`, `ingressPolicy`,
+//! `dataDir` (cnibox's: where the iptables backend records each attachment's addresses),
+//! and `firewalldZone` (read for compatibility; only the firewalld backend, which cnibox
+//! does not have, would use it).
 use crate::cni::error::code;
 use crate::cni::json;
 use crate::cni::{Error, Request};
@@ -51,6 +52,7 @@ impl IngressPolicy {
 pub struct Conf {
     pub backend: BackendSetting,
     pub admin_chain: String,
+    pub data_dir: std::path::PathBuf,
     /// Err: the value of an unknown `ingressPolicy`.
     pub ingress: Result<IngressPolicy, String>,
 }
@@ -86,9 +88,14 @@ pub fn load(req: &Request) -> Result<Conf, Error> {
         s if s.is_empty() => DEFAULT_ADMIN_CHAIN.to_string(),
         s => s,
     };
+    let data_dir = match text("dataDir")? {
+        s if s.is_empty() => super::records::DEFAULT_DATA_DIR.into(),
+        s => s.into(),
+    };
     Ok(Conf {
         backend,
         admin_chain,
+        data_dir,
         ingress,
     })
 }

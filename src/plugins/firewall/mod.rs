@@ -7,19 +7,21 @@
 //!   reference's layout, or [`nftables`], cnibox's table); a non-open ingress policy adds
 //!   the bridge's isolation rules; the result is `prevResult`, unchanged. Everything is
 //!   checked before anything changes.
-//! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses;
-//!   nftables: by the attachment's comment, no prevResult needed); no netns is needed.
+//! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
+//!   and the attachment's [`records`]; nftables: by the attachment's comment), so neither
+//!   a netns nor a prevResult is needed.
 //!   Shared chains and the per-bridge isolation rules stay, as in the reference. A second
 //!   DEL finds nothing.
 //! * CHECK: every rule ADD makes is present.
-//! * GC (nftables): accept rules of the network whose attachment is not valid go. The
-//!   reference's iptables rules name addresses, not attachments: nothing can be collected.
+//! * GC: accept rules of the network's attachments that are not valid go (iptables: by
+//!   their records, sparing addresses a valid attachment also holds; nftables: by comment).
 //!
 //! `backend: firewalld` is not supported (the reference talks D-Bus to firewalld): ADD and
 //! CHECK fail with code 2 naming it; DEL has nothing to remove.
 pub mod config;
 pub mod iptables;
 pub mod nftables;
+pub mod records;
 
 use crate::cni::result::CniResult;
 use crate::cni::version::go_quote;
@@ -108,7 +110,21 @@ impl Plugin for Firewall {
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         let w = Wanted::read(req)?;
         match w.backend {
-            Backend::Iptables => iptables_add(&w.iptables())?,
+            Backend::Iptables => {
+                // recorded first: a DEL after a crash mid-ADD still finds the addresses
+                let record = records::Record {
+                    container_id: req.container_id.clone(),
+                    ifname: req.ifname.clone(),
+                    addresses: w.addresses.clone(),
+                };
+                records::write(&w.conf.data_dir, &req.name, &record).map_err(|e| {
+                    Error::internal(format!("record the addresses in {}: {e}", w.conf.data_dir.display()))
+                })?;
+                if let Err(e) = iptables_add(&w.iptables()) {
+                    let _ = records::remove(&w.conf.data_dir, &req.name, &req.container_id, &req.ifname);
+                    return Err(e);
+                }
+            }
             Backend::Nftables => {
                 for drop in nftables::add(&w.nftables(req))? {
                     eprintln!(
@@ -130,9 +146,18 @@ impl Plugin for Firewall {
             // ADD never made anything for firewalld
             None => {}
             Some(Backend::Iptables) => {
-                if let Some(prev) = &prev {
-                    iptables_del(&addresses(prev))?;
+                let mut doomed = prev.as_ref().map(addresses).unwrap_or_default();
+                let dir = &conf.data_dir;
+                if let Some(r) = records::read(dir, &req.name, &req.container_id, &req.ifname) {
+                    for a in r.addresses {
+                        if !doomed.contains(&a) {
+                            doomed.push(a);
+                        }
+                    }
                 }
+                iptables_del(&doomed)?;
+                records::remove(dir, &req.name, &req.container_id, &req.ifname)
+                    .map_err(|e| Error::internal(format!("remove the record in {}: {e}", dir.display())))?;
             }
             Some(Backend::Nftables) => nftables::del(attachment(req))?,
         }
@@ -152,6 +177,7 @@ impl Plugin for Firewall {
         let conf = config::load(req)?;
         match (conf.backend_for_del(), cniconf::valid_attachments(&req.config)?) {
             (Some(Backend::Nftables), Some(valid)) => nftables::gc(&req.name, &valid),
+            (Some(Backend::Iptables), Some(valid)) => iptables_gc(&conf, &req.name, &valid),
             _ => Ok(()),
         }
     }
@@ -292,6 +318,28 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
         }
     }
     first.map_or(Ok(()), |e| Err(e.into()))
+}
+
+/// The recorded attachments of `network` that are not valid lose their rules (except for
+/// addresses a valid attachment holds too) and their records.
+fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
+        .into_iter()
+        .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));
+    let held: BTreeSet<IpAddr> = keep.iter().flat_map(|r| r.addresses.iter().copied()).collect();
+    let doomed: Vec<IpAddr> = gone
+        .iter()
+        .flat_map(|r| r.addresses.iter().copied())
+        .filter(|a| !held.contains(a))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    iptables_del(&doomed)?;
+    for r in gone {
+        records::remove(&conf.data_dir, network, &r.container_id, &r.ifname)
+            .map_err(|e| Error::internal(format!("remove the record in {}: {e}", conf.data_dir.display())))?;
+    }
+    Ok(())
 }
 
 fn iptables_check(setup: &iptables::Setup) -> Result<(), Error> {

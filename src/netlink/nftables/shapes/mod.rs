@@ -2,5 +2,6 @@
 //! One file per user; see the [module docs](super) for how to add one.
 pub mod firewall;
 pub mod masquerade;
+pub mod portmap;
 pub mod spoofcheck;
 pub mod xtables;

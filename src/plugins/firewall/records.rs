@@ -1,0 +1,99 @@
+//! The iptables backend's record of the addresses each attachment got. The reference keeps
+//! none: its rules' only identity is the address, so it cannot find them on a DEL without
+//! prevResult (a runtime whose cache is corrupt) and has no GC. cnibox writes
+//! `<dataDir>/<network>/<containerID>-<ifname>`, holding the container ID, the interface
+//! name and the addresses, one per line, before it adds the rules, and removes it after DEL
+//! removed them. The default dataDir is under /run, like the rules themselves gone at reboot.
+use crate::util::atomic;
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_DATA_DIR: &str = "/run/cni/firewall";
+
+/// One attachment's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub container_id: String,
+    pub ifname: String,
+    pub addresses: Vec<IpAddr>,
+}
+
+fn network_dir(data_dir: &Path, network: &str) -> PathBuf {
+    data_dir.join(network)
+}
+
+// container IDs, interface and network names are validated by the entry point: no '/'
+fn path(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> PathBuf {
+    network_dir(data_dir, network).join(format!("{container_id}-{ifname}"))
+}
+
+pub fn write(data_dir: &Path, network: &str, r: &Record) -> io::Result<()> {
+    let dir = network_dir(data_dir, network);
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .recursive(true)
+        .create(&dir)?;
+    let mut text = format!("{}\n{}\n", r.container_id, r.ifname);
+    for a in &r.addresses {
+        text.push_str(&format!("{a}\n"));
+    }
+    atomic::write(&path(data_dir, network, &r.container_id, &r.ifname), text.as_bytes())
+}
+
+fn parse(text: &str) -> Option<Record> {
+    let mut lines = text.lines();
+    Some(Record {
+        container_id: lines.next()?.to_string(),
+        ifname: lines.next()?.to_string(),
+        addresses: lines.filter_map(|l| l.parse().ok()).collect(),
+    })
+}
+
+/// The record of one attachment; None when there is none (or it is unreadable).
+pub fn read(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> Option<Record> {
+    let text = std::fs::read_to_string(path(data_dir, network, container_id, ifname)).ok()?;
+    parse(&text).filter(|r| r.container_id == container_id && r.ifname == ifname)
+}
+
+/// Every record of a network (for GC).
+pub fn all(data_dir: &Path, network: &str) -> Vec<Record> {
+    let Ok(entries) = std::fs::read_dir(network_dir(data_dir, network)) else {
+        return vec![];
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| atomic::temp_file_of(&e.file_name().to_string_lossy()).is_none())
+        .filter_map(|e| parse(&std::fs::read_to_string(e.path()).ok()?))
+        .collect()
+}
+
+/// Remove a record; a missing one is fine.
+pub fn remove(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> io::Result<()> {
+    match std::fs::remove_file(path(data_dir, network, container_id, ifname)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_list_per_network() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Record {
+            container_id: "ctr_a-1".into(),
+            ifname: "eth0".into(),
+            addresses: vec!["10.0.0.2".parse().unwrap(), "fd00::2".parse().unwrap()],
+        };
+        write(d.path(), "net", &r).unwrap();
+        assert_eq!(read(d.path(), "net", "ctr_a-1", "eth0"), Some(r.clone()));
+        assert_eq!(read(d.path(), "other", "ctr_a-1", "eth0"), None);
+        assert_eq!(all(d.path(), "net"), vec![r]);
+        remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
+        remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
+        assert!(all(d.path(), "net").is_empty());
+    }
+}

@@ -1,0 +1,626 @@
+//! The iptables backend: the reference 1.1.1 layout in the `nat` table, so a node switched
+//! from the reference keeps working and either implementation's DEL removes the other's rules.
+//!
+//! ```text
+//! PREROUTING, OUTPUT:     -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+//! POSTROUTING (first):    -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ
+//! CNI-HOSTPORT-MASQ:      -m mark --mark 0x2000/0x2000 -j MASQUERADE
+//! CNI-HOSTPORT-SETMARK:   -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
+//! CNI-HOSTPORT-DNAT:      -p tcp -m comment --comment "dnat name: \"NET\" id: \"ID\"" -m multiport --dports 8080,8081 [conditions] -j CNI-DN-<hash>
+//! CNI-DN-<hash>:          per mapping: hairpin mark, localhost mark (IPv4), DNAT
+//! ```
+//!
+//! Unlike the reference, which runs iptables once per check and once per change (a dozen
+//! processes per family), each change is one `iptables-save -t nat` and one
+//! `iptables-restore --noflush` per family ([`xtables`](crate::plugins::xtables)), under
+//! cnibox's xtables lock. Rules are written the way iptables-save prints them, so what is
+//! read back compares word for word.
+use super::config::{Conf, Protocol};
+use super::{Attachment, Claim};
+use crate::cni::result::network_of;
+use crate::cni::Error;
+use crate::plugins::firewall_tools::find_tool;
+use crate::plugins::iptables::chain_locations;
+use crate::plugins::xtables::{self, quote, split_rule, Family, Script, Table};
+use crate::util::sha512;
+use ipnetwork::IpNetwork;
+use std::net::IpAddr;
+
+pub const TOP_DNAT: &str = "CNI-HOSTPORT-DNAT";
+pub const SET_MARK: &str = "CNI-HOSTPORT-SETMARK";
+pub const MARK_MASQ: &str = "CNI-HOSTPORT-MASQ";
+/// Created by versions before 0.7; torn down in case one of them did the ADD.
+const OLD_TOP_SNAT: &str = "CNI-HOSTPORT-SNAT";
+const DNAT_ENTRY: &str = "-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT";
+const MASQ_ENTRY: &str = "-m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ";
+/// multiport takes at most 15 ports per rule.
+const MULTIPORT_MAX: usize = 15;
+/// iptables' comment limit.
+const COMMENT_MAX: usize = 255;
+
+/// `CNI-<prefix><sha512(network + container ID)>`, 28 characters (utils.MustFormatChainNameWithPrefix).
+pub fn chain_name(prefix: &str, att: Attachment) -> String {
+    let mut s = format!(
+        "CNI-{prefix}{}",
+        sha512::hex(&sha512::digest(
+            format!("{}{}", att.network, att.container_id).as_bytes()
+        ))
+    );
+    s.truncate(28);
+    s
+}
+
+fn dnat_chain(att: Attachment) -> String {
+    chain_name("DN-", att)
+}
+
+/// The comment of the entry rules: the only place the layout names the network.
+fn comment(att: Attachment) -> String {
+    let c = format!(r#"dnat name: "{}" id: "{}""#, att.network, att.container_id);
+    if c.len() <= COMMENT_MAX {
+        return c;
+    }
+    let mut end = COMMENT_MAX - 2;
+    while !c.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &c[..end])
+}
+
+fn mark(bit: u32) -> String {
+    let v = 1u32 << bit;
+    format!("{v:#x}/{v:#x}")
+}
+
+fn set_mark_rule(bit: u32) -> String {
+    format!(
+        "-m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark {}",
+        mark(bit)
+    )
+}
+
+fn masq_rule(bit: u32) -> String {
+    format!("-m mark --mark {} -j MASQUERADE", mark(bit))
+}
+
+fn host_prefix(ip: IpAddr) -> String {
+    format!("{ip}/{}", if ip.is_ipv4() { 32 } else { 128 })
+}
+
+/// `ip:port`, brackets for IPv6.
+fn ip_port(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(a) => format!("{a}:{port}"),
+        IpAddr::V6(a) => format!("[{a}]:{port}"),
+    }
+}
+
+/// The rules of the attachment's CNI-DN chain for one container address, in order: for
+/// each mapping of the family, the hairpin mark, the localhost mark (IPv4) and the DNAT.
+fn dnat_rules(conf: &Conf, container: IpNetwork) -> Vec<String> {
+    let v6 = container.is_ipv6();
+    let set_mark = conf.external_set_mark_chain.as_deref().unwrap_or(SET_MARK);
+    let mut rules = vec![];
+    for m in conf.mappings.iter().filter(|m| m.applies_to(v6)) {
+        let dst = m.dest().map(|d| format!("-d {} ", host_prefix(d))).unwrap_or_default();
+        let proto = m.protocol.name();
+        let base = format!("-p {proto} -m {proto} --dport {}", m.host_port);
+        if conf.snat {
+            // -s 0.0.0.0/0 is what iptables-save leaves out
+            let hairpin = match conf.masq_all {
+                true => String::new(),
+                false => format!("-s {} ", network_of(container)),
+            };
+            rules.push(format!("{hairpin}{dst}{base} -j {}", quote(set_mark)));
+            if !v6 && !conf.masq_all {
+                rules.push(format!("-s 127.0.0.1/32 {dst}{base} -j {}", quote(set_mark)));
+            }
+        }
+        rules.push(format!(
+            "{dst}{base} -j DNAT --to-destination {}",
+            ip_port(container.ip(), m.container_port)
+        ));
+    }
+    rules
+}
+
+/// The entry rules in CNI-HOSTPORT-DNAT: per protocol (sorted), the host ports of every
+/// mapping (of both families, as the reference lists them) in groups of 15.
+fn entry_rules(conf: &Conf, att: Attachment, family: Family) -> Vec<String> {
+    let mut protos: Vec<Protocol> = conf.mappings.iter().map(|m| m.protocol).collect();
+    protos.sort_by_key(|p| p.name());
+    protos.dedup();
+    let comment = comment(att);
+    let chain = dnat_chain(att);
+    let conditions: String = conf
+        .conditions(family == Family::V6)
+        .iter()
+        .map(|w| format!(" {}", quote(w)))
+        .collect();
+    let mut rules = vec![];
+    for proto in protos {
+        let ports: Vec<String> = conf
+            .mappings
+            .iter()
+            .filter(|m| m.protocol == proto)
+            .map(|m| m.host_port.to_string())
+            .collect();
+        for group in ports.chunks(MULTIPORT_MAX) {
+            rules.push(format!(
+                "-p {} -m comment --comment {} -m multiport --dports {}{conditions} -j {chain}",
+                proto.name(),
+                quote(&comment),
+                group.join(",")
+            ));
+        }
+    }
+    rules
+}
+
+fn words(rule: &str) -> Vec<String> {
+    split_rule(rule)
+}
+
+/// Rules of `chain` that jump to `target`.
+fn jumps<'a>(t: &'a Table, chain: &'a str, target: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
+    t.rules_of(chain)
+        .filter(move |r| r.len() >= 2 && r[r.len() - 2] == "-j" && r[r.len() - 1] == target)
+}
+
+fn arg<'a>(rule: &'a [String], flag: &str) -> Option<&'a str> {
+    rule.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str())
+}
+
+/// The host ports forwarded by the CNI-DN chains of `t`, for the duplicate check.
+fn table_claims(t: &Table) -> Vec<Claim> {
+    let mut out = vec![];
+    for (chain, rule) in &t.rules {
+        if !chain.starts_with("CNI-DN-") || arg(rule, "-j") != Some("DNAT") {
+            continue;
+        }
+        let protocol = match arg(rule, "-p") {
+            Some("tcp") => Protocol::Tcp,
+            Some("udp") => Protocol::Udp,
+            Some("sctp") => Protocol::Sctp,
+            _ => continue,
+        };
+        let Some(host_port) = arg(rule, "--dport").and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let dest = arg(rule, "-d").and_then(|d| d.split('/').next()?.parse().ok());
+        let owner = owner_of(t, chain);
+        out.push(Claim {
+            protocol,
+            host_port,
+            dest,
+            container_id: owner.as_ref().map(|(_, id)| id.clone()),
+            owner: match owner {
+                Some((net, id)) => format!("container {id} of network {net}"),
+                None => format!("iptables chain {chain}"),
+            },
+        });
+    }
+    out
+}
+
+/// (network, container ID) from the comment of the entry rule jumping to `chain`.
+fn owner_of(t: &Table, chain: &str) -> Option<(String, String)> {
+    parse_comment(arg(jumps(t, TOP_DNAT, chain).next()?, "--comment")?)
+}
+
+/// (network, container ID) of an entry rule's comment.
+fn parse_comment(c: &str) -> Option<(String, String)> {
+    let rest = c.strip_prefix("dnat name: \"")?;
+    let (name, rest) = rest.split_once("\" id: \"")?;
+    Some((name.to_string(), rest.strip_suffix('"')?.to_string()))
+}
+
+fn which(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    }
+}
+
+/// Whether one of `chains` may exist in `family`'s nat table, asked without running
+/// iptables ([`chain_locations`]: iptables-nft's chains over netlink, a legacy nat table in
+/// use). DEL, GC and the duplicate check skip the iptables tools when it says no.
+fn may_have_any(family: Family, chains: &[&str]) -> bool {
+    chains.iter().any(|c| {
+        // cannot tell: ask iptables
+        chain_locations(family, c).map_or(true, |found| !found.is_empty())
+    })
+}
+
+/// The nat table, or None when the family's tools are missing or cannot read it (no
+/// kernel support): nothing of ours can be there then (as the reference's
+/// maybeGetIptables).
+fn save_if_usable(family: Family) -> Option<Table> {
+    let tool = match family {
+        Family::V4 => "iptables-save",
+        Family::V6 => "ip6tables-save",
+    };
+    find_tool(tool)?;
+    xtables::save(family, "nat").ok()
+}
+
+/// The nat table, required (ADD, CHECK): a missing or failing tool is an error naming it.
+fn save_required(family: Family) -> Result<Table, Error> {
+    xtables::save(family, "nat").map_err(|e| Error::internal(format!("failed to open iptables: {e}")))
+}
+
+fn lock() -> Result<xtables::Lock, Error> {
+    xtables::lock().map_err(|e| Error::internal(e.to_string()))
+}
+
+/// Create `chain` if `t` lacks it.
+fn ensure_chain(t: &Table, chain: &str, s: &mut Script) {
+    if !t.has_chain(chain) {
+        s.new_chain(chain);
+    }
+}
+
+/// Remove every rule of `entry` jumping to `chain`, the rules of `chain`, then `chain`.
+fn remove_chain(t: &Table, chain: &str, entry: &str, s: &mut Script) {
+    if !t.has_chain(chain) {
+        return;
+    }
+    for r in jumps(t, entry, chain) {
+        s.delete(entry, r);
+    }
+    for r in t.rules_of(chain) {
+        s.delete(chain, r);
+    }
+    s.delete_chain(chain);
+}
+
+/// The host ports this family's table forwards (none without the tools).
+pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
+    if !may_have_any(family, &[TOP_DNAT]) {
+        return Ok(vec![]);
+    }
+    Ok(save_if_usable(family).map(|t| table_claims(&t)).unwrap_or_default())
+}
+
+/// Set up forwarding to `container` (one family), replacing what the attachment had.
+pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let family = Family::of(container.ip());
+    let _lock = lock()?;
+    let t = save_required(family)?;
+    let mut s = Script::new("nat");
+    // The marking chains first: the DNAT chain's rules jump to them.
+    if conf.snat && conf.external_set_mark_chain.is_none() {
+        let bit = conf.mark_masq_bit;
+        ensure_chain(&t, SET_MARK, &mut s);
+        let set_mark = words(&set_mark_rule(bit));
+        if !t.has_rule(SET_MARK, &set_mark) {
+            s.append(SET_MARK, &set_mark);
+        }
+        ensure_chain(&t, MARK_MASQ, &mut s);
+        let masq = words(&masq_rule(bit));
+        if !t.has_rule(MARK_MASQ, &masq) {
+            s.append(MARK_MASQ, &masq);
+        }
+        // first in POSTROUTING, ahead of the bridge and ptp masquerade rules
+        if !t.has_rule("POSTROUTING", &words(MASQ_ENTRY)) {
+            s.insert_first("POSTROUTING", &words(MASQ_ENTRY));
+        }
+    }
+    ensure_chain(&t, TOP_DNAT, &mut s);
+    for entry in ["PREROUTING", "OUTPUT"] {
+        if !t.has_rule(entry, &words(DNAT_ENTRY)) {
+            s.append(entry, &words(DNAT_ENTRY));
+        }
+    }
+    // The attachment's chain and entry rules are rewritten: what an earlier ADD left goes.
+    let chain = dnat_chain(att);
+    for r in jumps(&t, TOP_DNAT, &chain) {
+        s.delete(TOP_DNAT, r);
+    }
+    match t.has_chain(&chain) {
+        true => t.rules_of(&chain).for_each(|r| s.delete(&chain, r)),
+        false => s.new_chain(&chain),
+    }
+    for r in dnat_rules(conf, container) {
+        s.append(&chain, &words(&r));
+    }
+    for r in entry_rules(conf, att, family) {
+        s.append(TOP_DNAT, &words(&r));
+    }
+    xtables::restore(family, &s).map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
+}
+
+/// Verify the attachment's rules for `container` are all there.
+pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let family = Family::of(container.ip());
+    let t = save_required(family)?;
+    let chain = dnat_chain(att);
+    let fail = |what: String| {
+        Err(Error::internal(format!(
+            "could not check {} dnat: {what}",
+            which(family)
+        )))
+    };
+    if !t.has_chain(&chain) {
+        return fail(format!("chain {chain} not found in iptables table nat"));
+    }
+    for r in dnat_rules(conf, container) {
+        if !t.has_rule(&chain, &words(&r)) {
+            return fail(format!("rule {r} in chain {chain} not found in table nat"));
+        }
+    }
+    // Conditions are the user's words, which iptables-save may spell differently: the
+    // entry rules are compared up to the ports, and by their ports.
+    for r in entry_rules(conf, att, family) {
+        let w = words(&r);
+        let ports = arg(&w, "--dports");
+        // protocol and comment, up to `-m multiport`
+        let head = &w[..w.iter().position(|x| x == "multiport").map_or(0, |i| i - 1)];
+        let found =
+            jumps(&t, TOP_DNAT, &chain).any(|x| x == &w[..] || (x.starts_with(head) && arg(x, "--dports") == ports));
+        if !found {
+            return fail(format!("rule {r} in chain {TOP_DNAT} not found in table nat"));
+        }
+    }
+    for entry in ["PREROUTING", "OUTPUT"] {
+        if !t.has_rule(entry, &words(DNAT_ENTRY)) {
+            return fail(format!("rule {DNAT_ENTRY} in chain {entry} not found in table nat"));
+        }
+    }
+    Ok(())
+}
+
+/// Run `plan` on the nat table of each family where one of `chains` may exist (missing
+/// tools and tables are nothing to do), and apply what it planned, under the lock.
+fn change_existing(
+    chains: &[&str],
+    plan: impl Fn(&Table, &mut Script),
+    what: impl Fn(Family) -> String,
+) -> Result<(), Error> {
+    for family in [Family::V4, Family::V6] {
+        if !may_have_any(family, chains) {
+            continue;
+        }
+        let _lock = lock()?;
+        let Some(t) = save_if_usable(family) else {
+            continue;
+        };
+        let mut s = Script::new("nat");
+        plan(&t, &mut s);
+        xtables::restore(family, &s).map_err(|e| Error::internal(format!("{}: {e}", what(family))))?;
+    }
+    Ok(())
+}
+
+/// Remove the attachment's chains and entry rules from both families. Missing tools,
+/// tables and chains are not errors (DEL is idempotent).
+pub fn teardown(att: Attachment) -> Result<(), Error> {
+    change_existing(
+        &[&dnat_chain(att), &chain_name("SN-", att)],
+        |t, s| {
+            remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+            remove_chain(t, &chain_name("SN-", att), OLD_TOP_SNAT, s);
+        },
+        |family| format!("could not teardown {} dnat", which(family)),
+    )
+}
+
+/// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
+/// the entry rules' comments say which network and container a chain belongs to.
+pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    change_existing(
+        &[TOP_DNAT],
+        |t, s| gc_plan(t, s, network, valid),
+        |_| "portmap GC".to_string(),
+    )
+}
+
+fn gc_plan(t: &Table, s: &mut Script, network: &str, valid: &[(String, String)]) {
+    let mut stale: Vec<String> = t
+        .rules_of(TOP_DNAT)
+        .filter_map(|r| {
+            let (name, id) = parse_comment(arg(r, "--comment")?)?;
+            let att = Attachment {
+                network,
+                container_id: &id,
+            };
+            // a trimmed comment does not name the container: such a chain is left
+            let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
+            (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
+        })
+        .collect();
+    stale.sort();
+    stale.dedup();
+    for id in &stale {
+        let att = Attachment {
+            network,
+            container_id: id,
+        };
+        remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::{Backend, Conf, PortMapping};
+    use super::*;
+
+    const ATT: Attachment = Attachment {
+        network: "mynet",
+        container_id: "ctr1",
+    };
+
+    fn conf(mappings: Vec<PortMapping>) -> Conf {
+        Conf {
+            backend: Backend::Iptables,
+            snat: true,
+            masq_all: false,
+            mark_masq_bit: 13,
+            external_set_mark_chain: None,
+            conditions_v4: vec![],
+            conditions_v6: vec![],
+            mappings,
+            container_v4: None,
+            container_v6: None,
+        }
+    }
+
+    fn pm(host: u16, cont: u16, p: Protocol, ip: Option<&str>) -> PortMapping {
+        PortMapping {
+            host_port: host,
+            container_port: cont,
+            protocol: p,
+            host_ip: ip.map(|s| s.parse().unwrap()),
+        }
+    }
+
+    fn sample() -> Conf {
+        conf(vec![
+            pm(8080, 80, Protocol::Tcp, None),
+            pm(8081, 81, Protocol::Udp, Some("10.0.0.1")),
+            pm(8443, 443, Protocol::Tcp, Some("fd00::1")),
+        ])
+    }
+
+    /// What iptables-save printed after the reference 1.1.1 ADD of `sample()` for
+    /// 10.0.0.2/24 and fd00::2/64 (network mynet, container ctr1).
+    #[test]
+    fn rules_are_the_reference_layout_as_iptables_save_prints_it() {
+        let c = sample();
+        assert_eq!(dnat_chain(ATT), "CNI-DN-5145007e2a8415ce07579");
+        assert_eq!(
+            dnat_rules(&c, "10.0.0.2/24".parse().unwrap()),
+            vec![
+                "-s 10.0.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80",
+                "-s 10.0.0.0/24 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j CNI-HOSTPORT-SETMARK",
+                "-s 127.0.0.1/32 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j CNI-HOSTPORT-SETMARK",
+                "-d 10.0.0.1/32 -p udp -m udp --dport 8081 -j DNAT --to-destination 10.0.0.2:81",
+            ]
+        );
+        assert_eq!(
+            dnat_rules(&c, "fd00::2/64".parse().unwrap()),
+            vec![
+                "-s fd00::/64 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp -m tcp --dport 8080 -j DNAT --to-destination [fd00::2]:80",
+                "-s fd00::/64 -d fd00::1/128 -p tcp -m tcp --dport 8443 -j CNI-HOSTPORT-SETMARK",
+                "-d fd00::1/128 -p tcp -m tcp --dport 8443 -j DNAT --to-destination [fd00::2]:443",
+            ]
+        );
+        assert_eq!(
+            entry_rules(&c, ATT, Family::V4),
+            vec![
+                r#"-p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579"#,
+                r#"-p udp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8081 -j CNI-DN-5145007e2a8415ce07579"#,
+            ]
+        );
+        assert_eq!(
+            set_mark_rule(13),
+            r#"-m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000"#
+        );
+        assert_eq!(masq_rule(0), "-m mark --mark 0x1/0x1 -j MASQUERADE");
+    }
+
+    #[test]
+    fn multiport_groups_of_fifteen() {
+        let c = conf((1..=16).map(|p| pm(p, 80, Protocol::Tcp, None)).collect());
+        let e = entry_rules(&c, ATT, Family::V4);
+        assert_eq!(e.len(), 2);
+        assert!(e[0].contains("--dports 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 -j"));
+        assert!(e[1].contains("--dports 16 -j"));
+    }
+
+    #[test]
+    fn snat_off_external_chain_and_masq_all() {
+        let mut c = conf(vec![pm(80, 8080, Protocol::Sctp, None)]);
+        c.snat = false;
+        assert_eq!(
+            dnat_rules(&c, "10.1.0.5/16".parse().unwrap()),
+            vec!["-p sctp -m sctp --dport 80 -j DNAT --to-destination 10.1.0.5:8080"]
+        );
+        c.snat = true;
+        c.external_set_mark_chain = Some("KUBE-MARK-MASQ".into());
+        c.masq_all = true;
+        assert_eq!(
+            dnat_rules(&c, "10.1.0.5/16".parse().unwrap())[0],
+            "-p sctp -m sctp --dport 80 -j KUBE-MARK-MASQ"
+        );
+    }
+
+    #[test]
+    fn conditions_follow_the_ports_and_are_quoted() {
+        let mut c = conf(vec![pm(80, 8080, Protocol::Tcp, None)]);
+        c.conditions_v4 = vec!["-m".into(), "comment".into(), "--comment".into(), "a b".into()];
+        assert!(entry_rules(&c, ATT, Family::V4)[0]
+            .ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
+        assert!(!entry_rules(&c, ATT, Family::V6)[0].contains("a b"));
+    }
+
+    #[test]
+    fn long_comments_are_trimmed_as_the_reference() {
+        let long = "x".repeat(300);
+        let c = comment(Attachment {
+            network: "n",
+            container_id: &long,
+        });
+        assert_eq!(c.len(), 256);
+        assert!(c.ends_with("..."));
+    }
+
+    const SAVED: &str = r#"# Generated by iptables-save v1.8.9 (nf_tables)
+*nat
+:PREROUTING ACCEPT [0:0]
+:CNI-DN-5145007e2a8415ce07579 - [0:0]
+:CNI-HOSTPORT-DNAT - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT
+-A CNI-DN-5145007e2a8415ce07579 -s 10.0.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK
+-A CNI-DN-5145007e2a8415ce07579 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80
+-A CNI-DN-5145007e2a8415ce07579 -d 10.0.0.1/32 -p udp -m udp --dport 8081 -j DNAT --to-destination 10.0.0.2:81
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579
+COMMIT
+"#;
+
+    #[test]
+    fn saved_tables_parse_into_claims_and_removals() {
+        let t = Table::parse(SAVED);
+        assert!(t.has_chain("CNI-HOSTPORT-DNAT"));
+        assert!(t.has_rule("PREROUTING", &words(DNAT_ENTRY)));
+        let claims = table_claims(&t);
+        assert_eq!(claims.len(), 2);
+        assert_eq!(claims[0].protocol, Protocol::Tcp);
+        assert_eq!(claims[0].host_port, 8080);
+        assert_eq!(claims[0].dest, None);
+        assert_eq!(claims[0].owner, "container ctr1 of network mynet");
+        assert_eq!(claims[0].container_id.as_deref(), Some("ctr1"));
+        assert_eq!(claims[1].dest, Some("10.0.0.1".parse().unwrap()));
+        let mut s = Script::new("nat");
+        remove_chain(&t, "CNI-DN-5145007e2a8415ce07579", TOP_DNAT, &mut s);
+        let text = s.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 7, "{text}");
+        assert!(lines[1].starts_with("-D CNI-HOSTPORT-DNAT -p tcp -m comment"), "{text}");
+        assert!(
+            lines[2].starts_with("-D CNI-DN-5145007e2a8415ce07579 -s 10.0.0.0/24"),
+            "{text}"
+        );
+        assert_eq!(lines[5], "-X CNI-DN-5145007e2a8415ce07579");
+        assert_eq!(
+            parse_comment(r#"dnat name: "mynet" id: "ctr1""#),
+            Some(("mynet".into(), "ctr1".into()))
+        );
+    }
+
+    #[test]
+    fn rules_written_read_back_word_for_word() {
+        let c = sample();
+        let mut s = Script::new("nat");
+        for r in entry_rules(&c, ATT, Family::V4) {
+            s.append(TOP_DNAT, &words(&r));
+        }
+        let t = Table::parse(&s.text());
+        for r in entry_rules(&c, ATT, Family::V4) {
+            assert!(t.has_rule(TOP_DNAT, &words(&r)), "{r}");
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The nftables backend: the reference's layout (tables `ip`/`ip6 cni_hostport`, rules
+//! commented with the container ID; see the layer's `shapes::portmap`), written over
+//! netlink in one atomic transaction per family, without the `nft` binary.
+use super::config::Conf;
+use super::{Attachment, Claim};
+use crate::cni::Error;
+use crate::netlink::nftables::shapes::portmap::{self as shape, Conditions, Forward, HostPort};
+use crate::netlink::nftables::{Family, Nftables, RuleInfo, Transaction};
+use ipnetwork::IpNetwork;
+use std::rc::Rc;
+
+/// Whether the kernel has nf_tables (the default backend then).
+pub fn kernel_has_nf_tables() -> bool {
+    match Nftables::shared() {
+        Ok(nft) => !matches!(nft.has_table(Family::Ip, shape::TABLE), Err(e) if e.is_netfilter_missing()),
+        Err(_) => false,
+    }
+}
+
+/// The process's netfilter socket for this namespace (kept open: see [`Nftables::shared`]).
+fn open() -> Result<Rc<Nftables>, Error> {
+    Nftables::shared().map_err(|e| Error::internal(format!("nftables: {e}")))
+}
+
+/// nf_tables missing entirely: nothing of ours can be there (DEL, GC and the duplicate
+/// check then have nothing to do).
+fn open_if_present() -> Result<Option<Rc<Nftables>>, Error> {
+    let nft = open()?;
+    match nft.has_table(Family::Ip, shape::TABLE) {
+        Err(e) if e.is_netfilter_missing() => Ok(None),
+        _ => Ok(Some(nft)),
+    }
+}
+
+/// The forwards of this attachment's configuration for `container` (one family).
+fn forwards(conf: &Conf, container: IpNetwork) -> Vec<Forward> {
+    let v6 = container.is_ipv6();
+    conf.mappings
+        .iter()
+        .filter(|m| m.applies_to(v6))
+        .map(|m| Forward {
+            host: HostPort {
+                protocol: m.protocol.number(),
+                port: m.host_port,
+                dest: m.dest(),
+            },
+            to: container.ip(),
+            to_port: m.container_port,
+        })
+        .collect()
+}
+
+/// The masquerade sources: hairpin (the container itself) and, for IPv4, localhost; with
+/// `masqAll` any source instead.
+fn masquerade_sources(conf: &Conf, container: IpNetwork) -> Vec<IpNetwork> {
+    if !conf.snat {
+        return vec![];
+    }
+    let v6 = container.is_ipv6();
+    if conf.masq_all {
+        let any = if v6 { "::/0" } else { "0.0.0.0/0" };
+        return vec![any.parse().expect("constant")];
+    }
+    let mut out = vec![IpNetwork::from(container.ip())];
+    if !v6 {
+        out.push("127.0.0.1/32".parse().expect("constant"));
+    }
+    out
+}
+
+/// The host ports the table of this family forwards (rules of the reference included).
+pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
+    let Some(nft) = open_if_present()? else {
+        return Ok(vec![]);
+    };
+    let family = shape::family(v6);
+    let mut out = vec![];
+    for chain in [shape::HOSTPORTS, shape::HOSTIP_HOSTPORTS] {
+        for r in shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")))? {
+            let Some(f) = shape::forwarded(family, &r) else {
+                continue;
+            };
+            let Some(protocol) = super::config::Protocol::from_number(f.host.protocol) else {
+                continue;
+            };
+            out.push(Claim {
+                protocol,
+                host_port: f.host.port,
+                dest: f.host.dest,
+                owner: match &r.comment {
+                    Some(id) => format!("container {id}"),
+                    None => format!("an uncommented rule in {family} {} {chain}", shape::TABLE),
+                },
+                container_id: r.comment,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Set up forwarding to `container` (one family) in one transaction. Rules this
+/// attachment already has are kept, not repeated (an ADD may be repeated, and the same
+/// container on a second network forwards the same ports: its rules carry the same comment).
+pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let v6 = container.is_ipv6();
+    let family = shape::family(v6);
+    let conditions = Conditions::parse(family, conf.conditions(v6)).map_err(|e| {
+        Error::internal(format!(
+            "failed to parse config: {}: {e}",
+            if v6 { "conditionsV6" } else { "conditionsV4" }
+        ))
+    })?;
+    let nft = open()?;
+    let list = |chain| shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")));
+    let ours = |r: &RuleInfo| r.comment.as_deref() == Some(att.container_id);
+    let have_forwards: Vec<Forward> = list(shape::HOSTPORTS)?
+        .iter()
+        .filter(|r| ours(r))
+        .filter_map(|r| shape::forwarded(family, r))
+        .collect();
+    let have_masq = list(shape::MASQUERADING)?;
+    let mut tx = Transaction::new();
+    shape::declare_layout(&mut tx, family, &conditions, conf.snat);
+    for f in forwards(conf, container) {
+        if !have_forwards.contains(&f) {
+            shape::forward(&mut tx, family, &f, att.container_id, att.network);
+        }
+    }
+    for source in masquerade_sources(conf, container) {
+        if !have_masq
+            .iter()
+            .any(|r| ours(r) && shape::is_masquerade(family, r, source, container.ip()))
+        {
+            shape::masquerade(&mut tx, family, source, container.ip(), att.container_id, att.network);
+        }
+    }
+    nft.commit(tx)
+        .map_err(|e| Error::internal(format!("unable to set up nftables rules for port mappings: {e}")))
+}
+
+/// Verify every forward and masquerade rule of the attachment is there.
+pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+    let family = shape::family(container.is_ipv6());
+    let nft = open()?;
+    let list = |chain| shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")));
+    let ours = |r: &&RuleInfo| r.comment.as_deref() == Some(att.container_id);
+    let hostports = list(shape::HOSTPORTS)?;
+    let have: Vec<Forward> = hostports
+        .iter()
+        .filter(ours)
+        .filter_map(|r| shape::forwarded(family, r))
+        .collect();
+    for f in forwards(conf, container) {
+        if !have.contains(&f) {
+            return Err(Error::internal(format!(
+                "missing hostport rules in {:?} chain",
+                shape::HOSTPORTS
+            )));
+        }
+    }
+    let masq = list(shape::MASQUERADING)?;
+    for source in masquerade_sources(conf, container) {
+        if !masq
+            .iter()
+            .filter(ours)
+            .any(|r| shape::is_masquerade(family, r, source, container.ip()))
+        {
+            return Err(Error::internal(format!(
+                "missing hostport rules in {:?} chain",
+                shape::MASQUERADING
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Delete every per-container rule that is `doomed`, from both families, one transaction
+/// each.
+fn delete_where(doomed: impl Fn(&RuleInfo) -> bool) -> Result<(), Error> {
+    let Some(nft) = open_if_present()? else {
+        return Ok(());
+    };
+    for family in [Family::Ip, Family::Ip6] {
+        let mut tx = Transaction::new();
+        for chain in shape::CONTAINER_CHAINS {
+            let rules = shape::rules(&nft, family, chain)
+                .map_err(|e| Error::internal(format!("could not list rules in table {}: {e}", shape::TABLE)))?;
+            for r in rules {
+                if doomed(&r) {
+                    shape::delete(&mut tx, family, chain, r.handle);
+                }
+            }
+        }
+        nft.commit(tx)
+            .map_err(|e| Error::internal(format!("error deleting nftables rules: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Remove the attachment's rules from both families (idempotent); the reference's too.
+pub fn teardown(att: Attachment) -> Result<(), Error> {
+    delete_where(|r| r.comment.as_deref() == Some(att.container_id))
+}
+
+/// Remove the rules of `network`'s containers not in `valid`. The reference's rules name
+/// no network (the comment is the container ID alone): only cnibox's, tagged with their
+/// network, are collected; another network's are never touched.
+pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    delete_where(|r| {
+        r.tag.as_deref() == Some(network)
+            && r.comment
+                .as_deref()
+                .is_some_and(|c| !valid.iter().any(|(id, _)| id == c))
+    })
+}
