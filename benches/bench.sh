@@ -30,7 +30,7 @@ WORK=$(mktemp -d /tmp/cnibox-bench.XXXXXX)
 HOSTNS=cbbench$$
 cleanup() {
     # container namespaces first, then the host namespace that holds every bridge, veth and rule
-    for ns in $(ip netns list | awk '{print $1}' | grep "^${HOSTNS}" || true); do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in $(ip netns list 2> /dev/null | awk '{print $1}' | grep "^${HOSTNS}" || true); do ip netns del "$ns" 2>/dev/null || true; done
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
