@@ -3,7 +3,7 @@
 #   sudo make install    install the binary and the applet symlinks into $(CNI_BIN_DIR)
 #   sudo make test       install missing test dependencies (apt-get), then run every test
 #   sudo make demo       two containers on a bridge, inside private namespaces
-#   sudo make bench      cnibox against the Go reference plugins and the kernel floor
+#   sudo make bench      cnibox against the Go plugins, netavark and the kernel floor (knobs: docs/benchmarks.md)
 
 PREFIX      ?= /usr/local
 CNI_BIN_DIR ?= /opt/cni/bin

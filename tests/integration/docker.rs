@@ -24,6 +24,8 @@ const IMAGE: &str = "cnibox-busybox:test";
 
 /// Container processes that stay up without holding the client's pipes.
 const SLEEP: &[&str] = &["sleep", "600"];
+/// What a container runs to show its address (read back with [`inet`]).
+const SHOW_ETH0: &[&str] = &["ip", "-4", "-o", "addr", "show", "eth0"];
 
 struct Daemon {
     env: TestEnv,
@@ -251,7 +253,7 @@ impl Daemon {
 
     /// The IPv4 address on eth0 of a running container.
     fn address(&self, container: &str) -> String {
-        let out = self.ok(&["exec", container, "ip", "-4", "-o", "addr", "show", "eth0"]);
+        let out = self.ok(&[&["exec", container][..], SHOW_ETH0].concat());
         inet(&out).unwrap_or_else(|| panic!("no address on eth0 of {container}: {out}"))
     }
 
@@ -415,21 +417,8 @@ fn docker_lifecycle_run_stop_start_restart_kill_rm_and_ten_in_parallel() {
     d.wait_clean();
 
     // the oci-wrap symlink as the runtime's path, runtimeArgs without a trailing `--`
-    let out = d.ok(&[
-        "run",
-        "--rm",
-        "--runtime",
-        "cnibox-applet",
-        "--net",
-        "none",
-        IMAGE,
-        "ip",
-        "-4",
-        "-o",
-        "addr",
-        "show",
-        "eth0",
-    ]);
+    let run = ["run", "--rm", "--runtime", "cnibox-applet", "--net", "none", IMAGE];
+    let out = d.ok(&[&run[..], SHOW_ETH0].concat());
     assert!(inet(&out).is_some_and(|a| a.starts_with("10.71.0.")), "{out}");
     d.wait_clean();
 
@@ -491,21 +480,8 @@ fn docker_namespaces_not_made_for_the_container_are_left_alone() {
     let mac = d.ok(&["exec", "owner", "cat", "/sys/class/net/eth0/address"]);
 
     // --net container:owner: the joiner sees the owner's eth0 and gets nothing of its own
-    let out = d.ok(&[
-        "run",
-        "--rm",
-        "--runtime",
-        "cnibox",
-        "--net",
-        "container:owner",
-        IMAGE,
-        "ip",
-        "-4",
-        "-o",
-        "addr",
-        "show",
-        "eth0",
-    ]);
+    let run = ["run", "--rm", "--runtime", "cnibox", "--net", "container:owner", IMAGE];
+    let out = d.ok(&[&run[..], SHOW_ETH0].concat());
     assert_eq!(inet(&out).as_deref(), Some(addr.as_str()), "{out}");
     assert!(
         d.hook_log().contains("joins the network namespace of another process"),
@@ -571,10 +547,7 @@ fn docker_settings_from_the_container_environment() {
     assert_eq!(inet(&out).as_deref(), Some("10.73.0.51"), "{out}");
     assert!(out.contains("02:42:0a:49:00:33"), "{out}");
     // a network other than the conf dir's first
-    let out = d.run_ok(
-        &["--rm", "-e", "CNIBOX_NETWORKS="],
-        &["ip", "-4", "-o", "addr", "show", "eth0"],
-    );
+    let out = d.run_ok(&["--rm", "-e", "CNIBOX_NETWORKS="], SHOW_ETH0);
     assert!(
         inet(&out).is_some_and(|a| a.starts_with("10.73.0.")),
         "empty is not given: {out}"
@@ -582,7 +555,7 @@ fn docker_settings_from_the_container_environment() {
     let second = std::fs::read_to_string(d.conf_dir.join("20-extra74.conflist")).unwrap();
     let second: Value = serde_json::from_str(&second).unwrap();
     let var = format!("CNIBOX_NETWORKS={}", second["name"].as_str().unwrap());
-    let out = d.run_ok(&["--rm", "-e", &var], &["ip", "-4", "-o", "addr", "show", "eth0"]);
+    let out = d.run_ok(&["--rm", "-e", &var], SHOW_ETH0);
     assert!(inet(&out).is_some_and(|a| a.starts_with("10.74.0.")), "{out}");
 
     // bad values fail the start with the setting named; nothing is attached

@@ -100,7 +100,8 @@ fn udp_stale_conntrack_entries_are_removed_on_add() {
     use cnibox::netlink::conntrack::{Conntrack, PROTO_UDP};
     each_backend(|b| {
         let node = Node::new();
-        let (ns, prev) = node.container("ctr-a", false);
+        // dual-stack: both families' entries come from one dump
+        let (ns, prev) = node.container("ctr-a", true);
         let _s = Server::start(&ns, 53, "ctr-a");
         // A client keeps sending to the host port before it is mapped: the node tracks
         // that flow (unanswered), and without the cleanup it would keep bypassing DNAT.
