@@ -30,7 +30,7 @@ WORK=$(mktemp -d /tmp/cnibox-bench.XXXXXX)
 HOSTNS=cbbench$$
 cleanup() {
     # container namespaces first, then the host namespace that holds every bridge, veth and rule
-    for ns in $(ip netns list | awk '{print $1}' | grep "^${HOSTNS}" || true); do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in $(ip netns list 2> /dev/null | awk '{print $1}' | grep "^${HOSTNS}" || true); do ip netns del "$ns" 2>/dev/null || true; done
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -41,7 +41,8 @@ ip netns add "$HOSTNS"
 mkdir -p "$WORK/cnibox" "$WORK/reference"
 for p in "$REF"/*; do ln -s "$p" "$WORK/reference/${p##*/}"; ln -s "$p" "$WORK/cnibox/${p##*/}"; done
 ln -s "$REF/ptp" "$WORK/reference/veth"
-for a in $("$BIN" --list); do ln -sfn "$BIN" "$WORK/cnibox/$a"; done
+applets=$("$BIN" --list) || { echo "bench: $BIN --list failed (the binary must be named cnibox)" >&2; exit 1; }
+for a in $applets; do ln -sfn "$BIN" "$WORK/cnibox/$a"; done
 
 # The runtimes' client libraries, built offline from Debian's Go sources
 build_go() {  # NAME SOURCE PACKAGE-DIR DEBIAN-PACKAGE

@@ -11,7 +11,7 @@ median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} m=(NR%2
 ms() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1000 }'; }
 secs() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="n/a"||b=="n/a"||a==""||b==""||b==0) print "n/a"; else printf "%.3f\n", a/b }'; }
-say() { echo "bench: $*" >&2; }
+say() { echo "bench [$(( $(date +%s) - ${BENCH_START:-$(date +%s)} ))s]: $*" >&2; }
 die() { echo "bench: $*" >&2; exit 1; }
 
 # ---- tables: each is a file of markdown lines, printed in order at the end ----

@@ -149,6 +149,10 @@ fn hex_digit(c: u8) -> Option<u8> {
     }
 }
 
+fn is_hex(s: &str) -> bool {
+    s.len() % 2 == 0 && s.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
 /// Decode hex into `out` (cleared first); false when it is not hex of UTF-8 text.
 fn unhex_into(s: &str, out: &mut Vec<u8>) -> bool {
     out.clear();
@@ -240,7 +244,7 @@ impl Line<'_> {
 /// lines kept as they are, to be written back unchanged. (A bucket holds ~1/256 of the
 /// store, ~240 entries at 60,000 reservations; decoding and re-encoding all of them on
 /// every call was most of a call's time there.)
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Bucket {
     /// The entries of the ID the bucket was read for.
     pub mine: Vec<Entry>,
@@ -249,25 +253,32 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    /// Parse `text` for `id`; `None` when any line is malformed (the bucket is corrupt).
+    /// Parse `text` for `id`; `None` when a line of `id` is malformed or any line lacks the
+    /// three columns of hex owner fields (the bucket is corrupt). Other IDs' lines are
+    /// recognised by comparing their hex ID column, not decoded: this is the per-call cost
+    /// of the index.
     fn parse(text: &str, id: &str) -> Option<Bucket> {
         let mut lines = text.lines();
         if lines.next()? != HEADER {
             return None;
         }
+        let mut want = String::with_capacity(2 * id.len());
+        push_hex(&mut want, id);
         let mut b = Bucket {
             mine: vec![],
             others: String::with_capacity(text.len()),
         };
-        let (mut scratch, mut id_bytes) = (vec![], vec![]);
+        let mut scratch = vec![];
         for line in lines {
-            let l = split_line(line, &mut scratch)?;
-            unhex_into(l.id_hex, &mut id_bytes);
-            if id_bytes == id.as_bytes() {
-                b.mine.push(l.entry()?);
-            } else {
+            let (_, rest) = line.split_once(' ')?;
+            let (id_hex, if_col) = rest.split_once(' ')?;
+            if id_hex.eq_ignore_ascii_case(&want) {
+                b.mine.push(split_line(line, &mut scratch)?.entry()?);
+            } else if is_hex(id_hex) && (if_col == "-" || if_col.strip_prefix('=').is_some_and(is_hex)) {
                 b.others.push_str(line);
                 b.others.push('\n');
+            } else {
+                return None;
             }
         }
         Some(b)
@@ -655,13 +666,23 @@ mod tests {
     #[test]
     fn any_malformed_line_makes_the_bucket_corrupt() {
         let good = encode_bucket(&[entry("10.1.2.3", "c1", Some("eth0"))]);
+        // lines of the ID asked for are decoded in full
         for bad in [
             "10.1.2.300 6331 =65746830\n",
+            "10.1.2.3 6331 =ff\n",
+            "10.1.2.3 6331 - extra\n",
+        ] {
+            let text = format!("{good}{bad}");
+            assert!(Bucket::parse(&text, "c1").is_none(), "{bad:?}");
+            assert!(decode_bucket(&text).is_none(), "{bad:?}");
+        }
+        // other IDs' lines must still have the columns of hex owner fields
+        for bad in [
             "10.1.2.3 633 =65746830\n",
             "10.1.2.3 6331 65746830\n",
             "10.1.2.3 6331 =6574683\n",
-            "10.1.2.3 ff =65746830\n",
-            "10.1.2.3 6331 - extra\n",
+            "10.1.2.3 zz -\n",
+            "10.1.2.3\n",
         ] {
             let text = format!("{good}{bad}");
             assert!(Bucket::parse(&text, "c1").is_none(), "{bad:?}");

@@ -170,6 +170,9 @@ pub struct Store {
     dirty: bool,
     /// The owner whose content `RESERVE_TMP` currently holds.
     tmp_owner: Option<Owner>,
+    /// The last bucket read or written, for the ID it was parsed for: an ADD reads its
+    /// bucket for the duplicate check and again to record the reservation.
+    cached: Option<(String, Bucket)>,
 }
 
 impl Store {
@@ -208,6 +211,7 @@ impl Store {
             index,
             dirty: false,
             tmp_owner: None,
+            cached: None,
         };
         if !store.index.is_current(&store.dir)? {
             store.rebuild()?;
@@ -263,6 +267,7 @@ impl Store {
     /// foreign change, a crash, or on first use).
     pub fn rebuild(&mut self) -> Result<(), StoreError> {
         self.invalidate()?;
+        self.cached = None;
         let entries = self.scan()?;
         self.index.replace_all(entries)?;
         Ok(())
@@ -277,7 +282,7 @@ impl Store {
     fn verified_bucket(&mut self, id: &str) -> Result<Bucket, StoreError> {
         let mut rebuilt = false;
         loop {
-            let mut bucket = match self.index.bucket(id)? {
+            let mut bucket = match self.read_bucket(id)? {
                 Some(b) => b,
                 None if !rebuilt => {
                     self.rebuild()?;
@@ -302,6 +307,24 @@ impl Store {
             }
             return Ok(bucket);
         }
+    }
+
+    fn read_bucket(&mut self, id: &str) -> Result<Option<Bucket>, StoreError> {
+        if let Some((cached_id, b)) = &self.cached {
+            if cached_id == id {
+                return Ok(Some(b.clone()));
+            }
+        }
+        let bucket = self.index.bucket(id)?;
+        self.cached = bucket.clone().map(|b| (id.to_string(), b));
+        Ok(bucket)
+    }
+
+    fn write_bucket(&mut self, id: &str, bucket: Bucket) -> Result<(), StoreError> {
+        self.cached = None;
+        self.index.write_bucket(id, &bucket)?;
+        self.cached = Some((id.to_string(), bucket));
+        Ok(())
     }
 
     /// Addresses held by (id, ifname), in the new format and the legacy ID-only one
@@ -388,7 +411,7 @@ impl Store {
             ip,
             owner: owner.clone(),
         });
-        self.index.write_bucket(&owner.id, &bucket)?;
+        self.write_bucket(&owner.id, bucket)?;
         self.write_last_reserved(set, ip)
     }
 
@@ -417,7 +440,7 @@ impl Store {
             }
         }
         bucket.mine.retain(|e| !gone.contains(&e.ip));
-        self.index.write_bucket(id, &bucket)?;
+        self.write_bucket(id, bucket)?;
         first_err.map_or(Ok(()), Err)
     }
 

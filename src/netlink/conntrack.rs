@@ -37,6 +37,8 @@ pub const PROTO_SCTP: u8 = 132;
 /// protocol, destination address and port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
+    /// `V4` or `V6`.
+    pub family: Family,
     pub protocol: u8,
     pub dst: Option<IpAddr>,
     pub dst_port: Option<u16>,
@@ -65,7 +67,8 @@ impl Conntrack {
         })
     }
 
-    /// Every entry of one family (`V4` or `V6`).
+    /// Every entry of a family (`V4`, `V6`, or `All` in one dump: the kernel walks its whole
+    /// conntrack hash for each dump, tens of milliseconds on a busy host).
     pub fn entries(&self, family: Family) -> Result<Vec<Entry>> {
         let msgs = self.sock.request(
             "list",
@@ -79,12 +82,12 @@ impl Conntrack {
         Ok(msgs
             .iter()
             .filter(|m| m.kind == msg_type(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_NEW))
-            .filter_map(|m| decode_entry(&m.attrs))
+            .filter_map(|m| decode_entry(m.family, &m.attrs))
             .collect())
     }
 
     /// Deletes one entry; already gone (it expired meanwhile) is done.
-    pub fn delete(&self, family: Family, e: &Entry) -> Result<()> {
+    pub fn delete(&self, e: &Entry) -> Result<()> {
         let object = format!(
             "conntrack entry proto {} to {}:{}",
             e.protocol,
@@ -97,7 +100,7 @@ impl Conntrack {
             &object,
             msg_type(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_DELETE),
             0,
-            family.af(),
+            e.family.af(),
             0,
             attrs.as_bytes(),
         ) {
@@ -106,16 +109,16 @@ impl Conntrack {
         }
     }
 
-    /// Deletes the entries of `family` for `protocol` to destination port `port` (any
-    /// address); returns how many went.
-    pub fn delete_by_dst_port(&self, family: Family, protocol: u8, port: u16) -> Result<usize> {
+    /// Deletes the entries of `family` (`All`: both, from one dump) for `protocol` to one
+    /// of the destination `ports` (any address); returns how many went.
+    pub fn delete_by_dst_ports(&self, family: Family, protocol: u8, ports: &[u16]) -> Result<usize> {
         let doomed: Vec<Entry> = self
             .entries(family)?
             .into_iter()
-            .filter(|e| e.protocol == protocol && e.dst_port == Some(port))
+            .filter(|e| e.protocol == protocol && e.dst_port.is_some_and(|p| ports.contains(&p)))
             .collect();
         for e in &doomed {
-            self.delete(family, e)?;
+            self.delete(e)?;
         }
         Ok(doomed.len())
     }
@@ -130,13 +133,19 @@ fn delete_attrs(e: &Entry) -> Attrs {
     a
 }
 
-fn decode_entry(attrs: &[u8]) -> Option<Entry> {
+fn decode_entry(family: u8, attrs: &[u8]) -> Option<Entry> {
+    let family = match family {
+        wire::AF_INET => Family::V4,
+        wire::AF_INET6 => Family::V6,
+        _ => return None,
+    };
     let tuple = wire::find(attrs, CTA_TUPLE_ORIG)?;
     let proto = wire::find(tuple, CTA_TUPLE_PROTO)?;
     let dst = wire::find(tuple, CTA_TUPLE_IP)
         .and_then(|ip| wire::find(ip, CTA_IP_V4_DST).or_else(|| wire::find(ip, CTA_IP_V6_DST)))
         .and_then(wire::as_ip);
     Some(Entry {
+        family,
         protocol: wire::find(proto, CTA_PROTO_NUM).and_then(wire::as_u8)?,
         dst,
         dst_port: wire::find(proto, CTA_PROTO_DST_PORT)
@@ -169,17 +178,19 @@ mod tests {
 
     #[test]
     fn entries_decode_protocol_destination_and_port() {
-        let e = decode_entry(dumped(PROTO_UDP, [192, 168, 1, 1], 5353).as_bytes()).unwrap();
+        let e = decode_entry(wire::AF_INET, dumped(PROTO_UDP, [192, 168, 1, 1], 5353).as_bytes()).unwrap();
+        assert_eq!(e.family, Family::V4);
         assert_eq!(e.protocol, PROTO_UDP);
         assert_eq!(e.dst, Some("192.168.1.1".parse().unwrap()));
         assert_eq!(e.dst_port, Some(5353));
-        assert!(decode_entry(&[]).is_none());
+        assert!(decode_entry(wire::AF_INET, &[]).is_none());
+        assert!(decode_entry(7, dumped(PROTO_UDP, [10, 0, 0, 1], 53).as_bytes()).is_none());
     }
 
     #[test]
     fn a_delete_names_the_entry_by_its_dumped_tuple_and_zone() {
         let a = dumped(PROTO_UDP, [10, 0, 0, 1], 53);
-        let e = decode_entry(a.as_bytes()).unwrap();
+        let e = decode_entry(wire::AF_INET, a.as_bytes()).unwrap();
         // the tuple and zone go back byte for byte (with the nested flag on the tuple)
         assert_eq!(delete_attrs(&e).as_bytes(), a.as_bytes());
     }

@@ -31,7 +31,7 @@
 //! 3. Give the shape its readers (rules by comment prefix, chains present) on top of
 //!    [`Nftables::rules`] / [`Nftables::chains`].
 //! 4. Test it against the kernel in a private namespace and compare with the same rules
-//!    loaded through `nft -f` (`tests/nftables.rs` has the pattern).
+//!    loaded through `nft -f` (`tests/integration/netlink/nftables.rs` has the pattern).
 //!
 //! The plugin then reads as its steps: open the handle, start a transaction, call the
 //! shape's sentences, commit.
@@ -300,24 +300,18 @@ impl Transaction {
 
     /// `add rule`: appended at the end of its chain.
     pub fn add_rule(&mut self, r: &Rule) -> &mut Self {
-        let attrs = objects::rule_attrs(r, None).into_bytes();
-        let object = format!("{} {} {}", r.family, r.table, r.chain);
-        self.push(
-            "add rule",
-            object,
-            NFT_MSG_NEWRULE,
-            NLM_F_CREATE | NLM_F_APPEND,
-            r.family,
-            attrs,
-        );
-        self
+        self.append_rule(r, None)
     }
 
     /// `add rule` with cnibox's tag in the rule's userdata, after its comment: listed by
     /// nft exactly like [`add_rule`](Self::add_rule)'s, and read back as
     /// [`RuleInfo::tag`].
     pub fn add_rule_tagged(&mut self, r: &Rule, tag: &str) -> &mut Self {
-        let attrs = objects::rule_attrs_tagged(r, None, Some(tag)).into_bytes();
+        self.append_rule(r, Some(tag))
+    }
+
+    fn append_rule(&mut self, r: &Rule, tag: Option<&str>) -> &mut Self {
+        let attrs = objects::rule_attrs_tagged(r, None, tag).into_bytes();
         let object = format!("{} {} {}", r.family, r.table, r.chain);
         self.push(
             "add rule",

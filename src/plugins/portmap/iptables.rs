@@ -19,8 +19,8 @@ use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
 use crate::cni::result::network_of;
 use crate::cni::Error;
-use crate::netlink::nftables::{Family as NftFamily, Nftables};
 use crate::plugins::firewall_tools::find_tool;
+use crate::plugins::iptables::chain_locations;
 use crate::plugins::xtables::{self, quote, split_rule, Family, Script, Table};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
@@ -222,25 +222,14 @@ fn which(family: Family) -> &'static str {
     }
 }
 
-/// Whether portmap's iptables chains may exist in `family`, asked without running
-/// iptables: legacy iptables' nat table is loaded (/proc/net/ip*_tables_names), or
-/// iptables-nft's `nat` table has a `CNI-HOSTPORT-`, `CNI-DN-` or `CNI-SN-` chain. DEL,
-/// GC and the duplicate check skip the iptables tools when it says no.
-pub fn may_have_rules(family: Family) -> bool {
-    let (legacy, nft_family) = match family {
-        Family::V4 => ("/proc/net/ip_tables_names", NftFamily::Ip),
-        Family::V6 => ("/proc/net/ip6_tables_names", NftFamily::Ip6),
-    };
-    if std::fs::read_to_string(legacy).is_ok_and(|t| t.lines().any(|l| l == "nat")) {
-        return true;
-    }
-    match Nftables::current().and_then(|n| n.chains(nft_family, "nat")) {
-        Ok(chains) => chains.iter().any(|c| {
-            c.name.starts_with("CNI-HOSTPORT-") || c.name.starts_with("CNI-DN-") || c.name.starts_with("CNI-SN-")
-        }),
+/// Whether one of `chains` may exist in `family`'s nat table, asked without running
+/// iptables ([`chain_locations`]: iptables-nft's chains over netlink, a legacy nat table in
+/// use). DEL, GC and the duplicate check skip the iptables tools when it says no.
+fn may_have_any(family: Family, chains: &[&str]) -> bool {
+    chains.iter().any(|c| {
         // cannot tell: ask iptables
-        Err(_) => true,
-    }
+        chain_locations(family, c).map_or(true, |found| !found.is_empty())
+    })
 }
 
 /// The nat table, or None when the family's tools are missing or cannot read it (no
@@ -287,7 +276,7 @@ fn remove_chain(t: &Table, chain: &str, entry: &str, s: &mut Script) {
 
 /// The host ports this family's table forwards (none without the tools).
 pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
-    if !may_have_rules(family) {
+    if !may_have_any(family, &[TOP_DNAT]) {
         return Ok(vec![]);
     }
     Ok(save_if_usable(family).map(|t| table_claims(&t)).unwrap_or_default())
@@ -381,11 +370,15 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
     Ok(())
 }
 
-/// Remove the attachment's chains and entry rules from both families. Missing tools,
-/// tables and chains are not errors (DEL is idempotent).
-pub fn teardown(att: Attachment) -> Result<(), Error> {
+/// Run `plan` on the nat table of each family where one of `chains` may exist (missing
+/// tools and tables are nothing to do), and apply what it planned, under the lock.
+fn change_existing(
+    chains: &[&str],
+    plan: impl Fn(&Table, &mut Script),
+    what: impl Fn(Family) -> String,
+) -> Result<(), Error> {
     for family in [Family::V4, Family::V6] {
-        if !may_have_rules(family) {
+        if !may_have_any(family, chains) {
             continue;
         }
         let _lock = lock()?;
@@ -393,51 +386,58 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
             continue;
         };
         let mut s = Script::new("nat");
-        remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
-        remove_chain(&t, &chain_name("SN-", att), OLD_TOP_SNAT, &mut s);
-        xtables::restore(family, &s)
-            .map_err(|e| Error::internal(format!("could not teardown {} dnat: {e}", which(family))))?;
+        plan(&t, &mut s);
+        xtables::restore(family, &s).map_err(|e| Error::internal(format!("{}: {e}", what(family))))?;
     }
     Ok(())
+}
+
+/// Remove the attachment's chains and entry rules from both families. Missing tools,
+/// tables and chains are not errors (DEL is idempotent).
+pub fn teardown(att: Attachment) -> Result<(), Error> {
+    change_existing(
+        &[&dnat_chain(att), &chain_name("SN-", att)],
+        |t, s| {
+            remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+            remove_chain(t, &chain_name("SN-", att), OLD_TOP_SNAT, s);
+        },
+        |family| format!("could not teardown {} dnat", which(family)),
+    )
 }
 
 /// Remove the chains of `network`'s attachments whose container ID is not in `valid`:
 /// the entry rules' comments say which network and container a chain belongs to.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    for family in [Family::V4, Family::V6] {
-        if !may_have_rules(family) {
-            continue;
-        }
-        let _lock = lock()?;
-        let Some(t) = save_if_usable(family) else {
-            continue;
-        };
-        let mut stale: Vec<String> = t
-            .rules_of(TOP_DNAT)
-            .filter_map(|r| {
-                let (name, id) = parse_comment(arg(r, "--comment")?)?;
-                let att = Attachment {
-                    network,
-                    container_id: &id,
-                };
-                // a trimmed comment does not name the container: such a chain is left
-                let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
-                (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
-            })
-            .collect();
-        stale.sort();
-        stale.dedup();
-        let mut s = Script::new("nat");
-        for id in &stale {
+    change_existing(
+        &[TOP_DNAT],
+        |t, s| gc_plan(t, s, network, valid),
+        |_| "portmap GC".to_string(),
+    )
+}
+
+fn gc_plan(t: &Table, s: &mut Script, network: &str, valid: &[(String, String)]) {
+    let mut stale: Vec<String> = t
+        .rules_of(TOP_DNAT)
+        .filter_map(|r| {
+            let (name, id) = parse_comment(arg(r, "--comment")?)?;
             let att = Attachment {
                 network,
-                container_id: id,
+                container_id: &id,
             };
-            remove_chain(&t, &dnat_chain(att), TOP_DNAT, &mut s);
-        }
-        xtables::restore(family, &s).map_err(|e| Error::internal(format!("portmap GC: {e}")))?;
+            // a trimmed comment does not name the container: such a chain is left
+            let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
+            (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
+        })
+        .collect();
+    stale.sort();
+    stale.dedup();
+    for id in &stale {
+        let att = Attachment {
+            network,
+            container_id: id,
+        };
+        remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -89,6 +89,11 @@ impl Plugin for Portmap {
             }
             return Err(e);
         }
+        // After the rules, so new packets take them. Failures are informative only, as in
+        // the reference: the mapping works, old flows just linger until they time out.
+        if let Err(e) = delete_stale_udp(&conf) {
+            eprintln!("cnibox portmap: failed to delete stale UDP conntrack entries: {e}");
+        }
         Ok(prev)
     }
 
@@ -135,19 +140,11 @@ impl Plugin for Portmap {
     }
 }
 
-/// One family: the rules, then stale UDP flows, then route_localnet.
+/// One family: the rules, then route_localnet.
 fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
     match conf.backend {
         Backend::Nftables => nftables::forward(conf, att, container)?,
         Backend::Iptables => iptables::forward(conf, att, container)?,
-    }
-    // After the rules, so new packets take them. Failures are informative only, as in
-    // the reference: the mapping works, old flows just linger until they time out.
-    if let Err(e) = delete_stale_udp(conf, container.is_ipv6()) {
-        eprintln!(
-            "cnibox portmap: failed to delete stale UDP conntrack entries for {}: {e}",
-            container.ip()
-        );
     }
     if conf.snat && container.is_ipv4() {
         enable_localnet_routing(container.ip())?;
@@ -187,7 +184,9 @@ fn refuse_taken_ports(conf: &Conf, att: Attachment, container: IpNetwork) -> Res
     Ok(())
 }
 
-fn delete_stale_udp(conf: &Conf, v6: bool) -> Result<(), netlink::Error> {
+/// Drop the tracked UDP flows to the mapped host ports, of the families that got rules, in
+/// one conntrack dump.
+fn delete_stale_udp(conf: &Conf) -> Result<(), netlink::Error> {
     let mut ports: Vec<u16> = conf
         .mappings
         .iter()
@@ -199,11 +198,13 @@ fn delete_stale_udp(conf: &Conf, v6: bool) -> Result<(), netlink::Error> {
     }
     ports.sort_unstable();
     ports.dedup();
-    let family = if v6 { netlink::Family::V6 } else { netlink::Family::V4 };
-    let ct = Conntrack::current()?;
-    for port in ports {
-        ct.delete_by_dst_port(family, netlink::conntrack::PROTO_UDP, port)?;
-    }
+    let family = match (conf.container_v4.is_some(), conf.container_v6.is_some()) {
+        (true, true) => netlink::Family::All,
+        (true, false) => netlink::Family::V4,
+        (false, true) => netlink::Family::V6,
+        (false, false) => return Ok(()),
+    };
+    Conntrack::current()?.delete_by_dst_ports(family, netlink::conntrack::PROTO_UDP, &ports)?;
     Ok(())
 }
 

@@ -7,22 +7,24 @@ use crate::cni::Error;
 use crate::netlink::nftables::shapes::portmap::{self as shape, Conditions, Forward, HostPort};
 use crate::netlink::nftables::{Family, Nftables, RuleInfo, Transaction};
 use ipnetwork::IpNetwork;
+use std::rc::Rc;
 
 /// Whether the kernel has nf_tables (the default backend then).
 pub fn kernel_has_nf_tables() -> bool {
-    match Nftables::current() {
+    match Nftables::shared() {
         Ok(nft) => !matches!(nft.has_table(Family::Ip, shape::TABLE), Err(e) if e.is_netfilter_missing()),
         Err(_) => false,
     }
 }
 
-fn open() -> Result<Nftables, Error> {
-    Nftables::current().map_err(|e| Error::internal(format!("nftables: {e}")))
+/// The process's netfilter socket for this namespace (kept open: see [`Nftables::shared`]).
+fn open() -> Result<Rc<Nftables>, Error> {
+    Nftables::shared().map_err(|e| Error::internal(format!("nftables: {e}")))
 }
 
 /// nf_tables missing entirely: nothing of ours can be there (DEL, GC and the duplicate
 /// check then have nothing to do).
-fn open_if_present() -> Result<Option<Nftables>, Error> {
+fn open_if_present() -> Result<Option<Rc<Nftables>>, Error> {
     let nft = open()?;
     match nft.has_table(Family::Ip, shape::TABLE) {
         Err(e) if e.is_netfilter_missing() => Ok(None),
