@@ -6,6 +6,7 @@ pub mod env;
 pub mod error;
 pub mod invoke;
 pub mod json;
+pub mod netaddr;
 pub mod plugin;
 pub mod result;
 pub mod version;

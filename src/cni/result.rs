@@ -11,7 +11,8 @@
 //! Down-conversion is lossy as in the reference: 0.1.0/0.2.0 keep the first address of each
 //! family and the routes of those families; 1.1.0-only fields are not printed for older
 //! versions.
-use super::json;
+use super::json::{self, Fields};
+use super::netaddr::{network_of, opt_ip, parse_cidr};
 use super::version::{self, go_list, go_quote, Family};
 use super::Error;
 use ipnetwork::IpNetwork;
@@ -95,6 +96,27 @@ impl Route {
             scope: None,
         }
     }
+
+    /// The members of a `types.Route` after `dst`, in the order the readers take them: `gw`
+    /// (a `net.IP`), then `mtu`, `advmss`, `priority` (0 is unset) and `table`. How a number
+    /// is read, and its error worded, is the caller's (a result and the host-local config word
+    /// them as their references do); so is `scope`, left unset here.
+    pub fn from_members<F, E>(o: &F, dst: IpNetwork, num: impl Fn(&str) -> Result<Option<u32>, E>) -> Result<Route, E>
+    where
+        F: Fields + ?Sized,
+        E: From<Error>,
+    {
+        let nonzero = |key: &str| Ok::<_, E>(num(key)?.filter(|n| *n != 0));
+        Ok(Route {
+            dst,
+            gw: opt_ip(o, "gw", "Route.gw")?,
+            mtu: nonzero("mtu")?,
+            advmss: nonzero("advmss")?,
+            priority: nonzero("priority")?,
+            table: num("table")?,
+            scope: None,
+        })
+    }
 }
 
 impl Dns {
@@ -116,34 +138,6 @@ impl Dns {
             options: json::opt_str_list(&obj, "options", &format!("{path}.options"))?,
         })
     }
-}
-
-/// The network an address lies in (host bits cleared): routes, masquerade rules and CHECK
-/// name networks.
-pub fn network_of(net: IpNetwork) -> IpNetwork {
-    IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
-}
-
-/// Go's `net.ParseCIDR` for an address that keeps its host bits (`10.1.2.2/24`).
-pub fn parse_cidr(s: &str) -> Result<IpNetwork, Error> {
-    let bad = || Error::internal(format!("invalid CIDR address: {s}"));
-    let (ip, prefix) = s.split_once('/').ok_or_else(bad)?;
-    let ip: IpAddr = ip.parse().map_err(|_| bad())?;
-    if prefix.is_empty() || prefix.len() > 3 || !prefix.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let prefix: u8 = prefix.parse().map_err(|_| bad())?;
-    IpNetwork::new(ip, prefix).map_err(|_| bad())
-}
-
-/// Go's `net.ParseIP` (as `net.IP`'s JSON decoding uses it): `""` is no address.
-pub fn parse_ip(s: &str) -> Result<Option<IpAddr>, Error> {
-    if s.is_empty() {
-        return Ok(None);
-    }
-    s.parse::<IpAddr>()
-        .map(|ip| Some(ip.to_canonical()))
-        .map_err(|_| Error::internal(format!("invalid IP address: {s}")))
 }
 
 // ---- printed shapes, with fields in the order of the Go structs ----
@@ -541,25 +535,18 @@ fn decode_ip(v: &Value) -> Result<IpConfig, Error> {
     Ok(IpConfig {
         interface: json::opt_uint::<usize>(&o, "interface", "IPConfig.interface")?,
         address: parse_cidr(address)?,
-        gateway: parse_ip(json::opt_str(&o, "gateway", "IPConfig.gateway")?.unwrap_or(""))?,
+        gateway: opt_ip(&o, "gateway", "IPConfig.gateway")?,
     })
 }
 
 fn decode_route(v: &Value) -> Result<Route, Error> {
     let o = json::as_object(v, "Route")?;
     let dst = json::opt_str(&o, "dst", "Route.dst")?.ok_or_else(|| Error::internal("invalid route: missing dst"))?;
-    let nonzero = |key: &str| -> Result<Option<u32>, Error> {
-        Ok(json::opt_uint::<u32>(&o, key, &format!("Route.{key}"))?.filter(|n| *n != 0))
-    };
-    Ok(Route {
-        dst: network_of(parse_cidr(dst)?),
-        gw: parse_ip(json::opt_str(&o, "gw", "Route.gw")?.unwrap_or(""))?,
-        mtu: nonzero("mtu")?,
-        advmss: nonzero("advmss")?,
-        priority: nonzero("priority")?,
-        table: json::opt_uint::<u32>(&o, "table", "Route.table")?,
-        scope: json::opt_uint::<u8>(&o, "scope", "Route.scope")?,
-    })
+    let mut route = Route::from_members(&o, network_of(parse_cidr(dst)?), |key| {
+        json::opt_uint::<u32>(&o, key, &format!("Route.{key}"))
+    })?;
+    route.scope = json::opt_uint::<u8>(&o, "scope", "Route.scope")?;
+    Ok(route)
 }
 
 fn decode_list<T>(
@@ -600,7 +587,7 @@ fn decode_v02(obj: &Map<String, Value>) -> Result<CniResult, Error> {
         result.ips.push(IpConfig {
             interface: None,
             address: parse_cidr(ip)?,
-            gateway: parse_ip(json::opt_str(ipc, "gateway", "IPConfig.gateway")?.unwrap_or(""))?,
+            gateway: opt_ip(ipc, "gateway", "IPConfig.gateway")?,
         });
         let routes: Vec<Route> = json::opt_array(ipc, "routes", "IPConfig.routes")?
             .iter()
@@ -1268,8 +1255,30 @@ mod tests {
 
     #[test]
     fn ipv4_mapped_gateway_is_canonical() {
-        assert_eq!(parse_ip("::ffff:10.0.0.1").unwrap(), Some(ip("10.0.0.1")));
-        assert_eq!(parse_ip("").unwrap(), None);
+        assert_eq!(
+            crate::cni::netaddr::parse_ip_text("::ffff:10.0.0.1").unwrap(),
+            Some(ip("10.0.0.1"))
+        );
+        assert_eq!(crate::cni::netaddr::parse_ip_text("").unwrap(), None);
+    }
+
+    #[test]
+    fn route_members_zero_is_unset_but_table_zero_is_kept() {
+        let o = json!({"gw": "", "mtu": 0, "advmss": 1400, "priority": 0, "table": 0, "scope": 253});
+        let r = Route::from_members(&o, net("10.0.0.0/8"), |key| {
+            json::opt_uint::<u32>(&o, key, &format!("Route.{key}"))
+        })
+        .unwrap();
+        assert_eq!(
+            (r.gw, r.mtu, r.advmss, r.priority, r.table, r.scope),
+            (None, None, Some(1400), None, Some(0), None)
+        );
+        let bad = json!({"gw": "nope", "mtu": "x"});
+        let e = Route::from_members(&bad, net("10.0.0.0/8"), |key| {
+            json::opt_uint::<u32>(&bad, key, &format!("Route.{key}"))
+        })
+        .unwrap_err();
+        assert_eq!(e.msg, "invalid IP address: nope");
     }
 
     #[test]

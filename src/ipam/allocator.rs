@@ -302,36 +302,38 @@ pub mod tests {
     #[test]
     fn never_allocates_the_broadcast_and_fails_when_full() {
         let s = set(&[("192.168.1.0/29", None, None)]);
+        hands_out_then_full(
+            &s,
+            &[
+                "192.168.1.2",
+                "192.168.1.3",
+                "192.168.1.4",
+                "192.168.1.5",
+                "192.168.1.6",
+            ],
+            "no IP addresses available in range set: 192.168.1.1-192.168.1.6",
+        );
+    }
+
+    /// Each allocation (by a fresh container each time) gets the next of `wants`; then the
+    /// set is full with `full`.
+    fn hands_out_then_full(s: &RangeSet, wants: &[&str], full: &str) {
         let mut st = FakeStore::default();
-        for want in [
-            "192.168.1.2",
-            "192.168.1.3",
-            "192.168.1.4",
-            "192.168.1.5",
-            "192.168.1.6",
-        ] {
+        for want in wants {
             st.mine.clear();
-            assert_eq!(allocate(&s, 0, "c", None, &mut st).unwrap().ip.to_string(), want);
+            assert_eq!(allocate(s, 0, "c", None, &mut st).unwrap().ip.to_string(), *want);
         }
         st.mine.clear();
-        assert_eq!(
-            allocate(&s, 0, "c", None, &mut st).unwrap_err().0,
-            "no IP addresses available in range set: 192.168.1.1-192.168.1.6"
-        );
+        assert_eq!(allocate(s, 0, "c", None, &mut st).unwrap_err().0, full);
     }
 
     #[test]
     fn allocates_up_to_range_end_inclusive() {
         let s = set(&[("10.1.2.0/29", Some("10.1.2.5"), Some("10.1.2.6"))]);
-        let mut st = FakeStore::default();
-        for want in ["10.1.2.5", "10.1.2.6"] {
-            st.mine.clear();
-            assert_eq!(allocate(&s, 0, "c", None, &mut st).unwrap().ip.to_string(), want);
-        }
-        st.mine.clear();
-        assert_eq!(
-            allocate(&s, 0, "c", None, &mut st).unwrap_err().0,
-            "no IP addresses available in range set: 10.1.2.5-10.1.2.6"
+        hands_out_then_full(
+            &s,
+            &["10.1.2.5", "10.1.2.6"],
+            "no IP addresses available in range set: 10.1.2.5-10.1.2.6",
         );
     }
 

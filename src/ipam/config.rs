@@ -2,8 +2,9 @@
 //! `runtimeConfig` and `args`), turned into validated range sets and requested addresses.
 //!
 //! Every message and the order of checks follow the reference's `LoadIPAMConfig`.
-use super::range::{canonical, parse_ip, RawRange, RawSubnet};
+use super::range::{canonical, RawRange, RawSubnet};
 use super::range_set::RangeSet;
+use crate::cni::netaddr::{self, parse_ip};
 use crate::cni::result::Route;
 use crate::cni::{json, version};
 use ipnetwork::IpNetwork;
@@ -64,12 +65,7 @@ fn opt_array<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a [V
 
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
 fn opt_ip(obj: &Value, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
-    match opt_str(obj, key, field)? {
-        None | Some("") => Ok(None),
-        Some(s) => parse_ip(s)
-            .map(Some)
-            .ok_or_else(|| err(format!("invalid IP address: {s}"))),
-    }
+    Ok(netaddr::opt_ip(obj, key, field)?)
 }
 
 /// A requested address (`ip.IP`): `ip` or `ip/prefix`, the prefix is ignored.
@@ -153,18 +149,13 @@ fn parse_routes(list: Option<&[Value]>) -> Result<Vec<Route>, ConfigError> {
             },
         )
         .map_err(|e| err(format!("invalid CIDR address: {dst}: {e}")))?;
+        // `scope` is read before `gw`, as this reader always has: its type error comes first.
         let scope = opt_u32(r, "scope")?;
-        routes.push(Route {
-            dst,
-            gw: opt_ip(r, "gw", "Route.gw")?,
-            mtu: opt_u32(r, "mtu")?.filter(|&v| v != 0),
-            advmss: opt_u32(r, "advmss")?.filter(|&v| v != 0),
-            priority: opt_u32(r, "priority")?.filter(|&v| v != 0),
-            table: opt_u32(r, "table")?,
-            scope: scope
-                .map(|s| u8::try_from(s).map_err(|_| err(format!("invalid route scope {s}"))))
-                .transpose()?,
-        });
+        let mut route = Route::from_members(r, dst, |key| opt_u32(r, key))?;
+        route.scope = scope
+            .map(|s| u8::try_from(s).map_err(|_| err(format!("invalid route scope {s}"))))
+            .transpose()?;
+        routes.push(route);
     }
     Ok(routes)
 }

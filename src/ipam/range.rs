@@ -1,5 +1,6 @@
 //! One address range (`{subnet, rangeStart, rangeEnd, gateway}`): canonical defaults,
 //! validation with the reference messages, membership and overlap.
+use crate::cni::netaddr;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -48,11 +49,6 @@ pub fn next_ip(ip: IpAddr) -> IpAddr {
     from_u128(if v == max { 0 } else { v + 1 }, v4)
 }
 
-/// Go's `ParseIP` followed by canonicalisation.
-pub fn parse_ip(s: &str) -> Option<IpAddr> {
-    s.parse::<IpAddr>().ok().map(canonical)
-}
-
 /// A subnet as written in the config (`types.IPNet`): the address keeps its host bits and
 /// the mask keeps the family it was written in (`::ffff:10.0.0.0/104` has a v6 mask).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,18 +61,13 @@ pub struct RawSubnet {
 impl RawSubnet {
     /// Go's `net.ParseCIDR`; the error text is Go's.
     pub fn parse(s: &str) -> Result<RawSubnet, RangeError> {
-        let bad = || RangeError(format!("invalid CIDR address: {s}"));
-        let (ip, prefix) = s.split_once('/').ok_or_else(bad)?;
-        let ip: IpAddr = ip.parse().map_err(|_| bad())?;
-        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit()) || prefix.len() > 3 {
-            return Err(bad());
-        }
-        let prefix: u8 = prefix.parse().map_err(|_| bad())?;
-        let mask_bits = if ip.is_ipv4() { 32 } else { 128 };
-        if prefix > mask_bits {
-            return Err(bad());
-        }
-        Ok(RawSubnet { ip, prefix, mask_bits })
+        let net = netaddr::parse_cidr(s).map_err(|e| RangeError(e.msg))?;
+        let mask_bits = if net.is_ipv4() { 32 } else { 128 };
+        Ok(RawSubnet {
+            ip: net.ip(),
+            prefix: net.prefix(),
+            mask_bits,
+        })
     }
 }
 

@@ -20,7 +20,7 @@
 //! Nothing in the data dir is followed through a symlink: the network directory is opened
 //! with O_NOFOLLOW and every file below it is reached with `*at()` calls and O_NOFOLLOW.
 use super::index::{self, list_dir, read_small, Bucket, Entry, Index, IndexError, Owner};
-use super::range::parse_ip;
+use crate::cni::netaddr::parse_ip;
 use nix::errno::Errno;
 use nix::fcntl::{openat, Flock, FlockArg, OFlag};
 use nix::sys::stat::{fchmod, Mode};

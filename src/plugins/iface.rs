@@ -1,6 +1,7 @@
 //! Putting an IPAM result on the container interface, and checking later that it is still
 //! there: the reference plugins' `ipam.ConfigureIface` and `ip.ValidateExpected*`.
-use crate::cni::result::{network_of, IpConfig, Route};
+use crate::cni::netaddr::network_of;
+use crate::cni::result::{IpConfig, Route};
 use crate::cni::{CniResult, Error};
 use crate::netlink::{AddrOptions, Family, Handle, Link, RouteSpec, Scope};
 use crate::netns::Netns;

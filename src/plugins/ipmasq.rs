@@ -17,7 +17,7 @@ pub use super::firewall_tools::Error;
 use super::firewall_tools::{err, missing_tool};
 use super::iptables;
 use super::xtables::{self, Family as IpFamily, Script};
-use crate::cni::result::network_of;
+use crate::cni::netaddr::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
 use crate::util::sha512;

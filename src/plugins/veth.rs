@@ -10,7 +10,8 @@ use super::teardown::Teardown;
 use super::{check, container_link, iface, ipmasq, l3, netns_open};
 use crate::cni::config as cniconf;
 use crate::cni::json;
-use crate::cni::result::{network_of, Dns, Interface};
+use crate::cni::netaddr::network_of;
+use crate::cni::result::{Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{
     self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,

@@ -17,7 +17,7 @@
 //! read back compares word for word.
 use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
-use crate::cni::result::network_of;
+use crate::cni::netaddr::network_of;
 use crate::cni::Error;
 use crate::plugins::firewall_tools::find_tool;
 use crate::plugins::iptables::chain_locations;

@@ -1,0 +1,88 @@
+//! Go's `net` parsing, as the reference's JSON decoding uses it: one reader each for
+//! `net.ParseIP`, `net.ParseCIDR` and a `net.IP` member, shared by results and IPAM configs
+//! so that both accept the same text and word their errors the same.
+use super::json::{self, Fields};
+use super::Error;
+use ipnetwork::IpNetwork;
+use std::net::IpAddr;
+
+/// Go's `net.ParseIP` followed by canonicalisation (`::ffff:a.b.c.d` is `a.b.c.d`, as
+/// `To4()` treats it); `None` where Go returns nil.
+pub fn parse_ip(s: &str) -> Option<IpAddr> {
+    s.parse::<IpAddr>().ok().map(|ip| ip.to_canonical())
+}
+
+/// `net.IP`'s text decoding: `""` is no address, anything else must parse.
+pub fn parse_ip_text(s: &str) -> Result<Option<IpAddr>, Error> {
+    if s.is_empty() {
+        return Ok(None);
+    }
+    parse_ip(s)
+        .map(Some)
+        .ok_or_else(|| Error::internal(format!("invalid IP address: {s}")))
+}
+
+/// A `net.IP` member (`gateway`, `gw`, `rangeStart`, …): absent, `null` and `""` are unset.
+pub fn opt_ip<F: Fields + ?Sized>(obj: &F, key: &str, path: &str) -> Result<Option<IpAddr>, Error> {
+    parse_ip_text(json::opt_str(obj, key, path)?.unwrap_or(""))
+}
+
+/// Go's `net.ParseCIDR` for an address that keeps its host bits (`10.1.2.2/24`) and the
+/// family it was written in (`::ffff:10.0.0.0/104` stays v6); the error text is Go's.
+pub fn parse_cidr(s: &str) -> Result<IpNetwork, Error> {
+    let bad = || Error::internal(format!("invalid CIDR address: {s}"));
+    let (ip, prefix) = s.split_once('/').ok_or_else(bad)?;
+    let ip: IpAddr = ip.parse().map_err(|_| bad())?;
+    if prefix.is_empty() || prefix.len() > 3 || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let prefix: u8 = prefix.parse().map_err(|_| bad())?;
+    IpNetwork::new(ip, prefix).map_err(|_| bad())
+}
+
+/// The network an address lies in (host bits cleared): routes, masquerade rules and CHECK
+/// name networks.
+pub fn network_of(net: IpNetwork) -> IpNetwork {
+    IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cidr_keeps_host_bits_and_family() {
+        let n = parse_cidr("10.1.2.2/24").unwrap();
+        assert_eq!((n.ip().to_string(), n.prefix()), ("10.1.2.2".into(), 24));
+        assert!(parse_cidr("::ffff:10.0.0.0/104").unwrap().is_ipv6());
+        for bad in [
+            "",
+            "10.1.2.0",
+            "10.1.2.0/33",
+            "10.1.2.0/+1",
+            "10.1.2.0/0024",
+            "x/8",
+            "::/129",
+        ] {
+            assert_eq!(parse_cidr(bad).unwrap_err().msg, format!("invalid CIDR address: {bad}"));
+        }
+    }
+
+    #[test]
+    fn ip_text_empty_is_unset_and_mapped_is_v4() {
+        assert_eq!(parse_ip_text("").unwrap(), None);
+        assert_eq!(
+            parse_ip_text("::ffff:10.0.0.1").unwrap(),
+            Some("10.0.0.1".parse().unwrap())
+        );
+        assert_eq!(parse_ip_text("bogus").unwrap_err().msg, "invalid IP address: bogus");
+        assert_eq!(parse_ip(""), None);
+        let o = json!({"a": null, "b": "", "c": "10.0.0.1", "d": 1});
+        assert_eq!(opt_ip(&o, "a", "X.a").unwrap(), None);
+        assert_eq!(opt_ip(&o, "b", "X.b").unwrap(), None);
+        assert_eq!(opt_ip(&o, "missing", "X.m").unwrap(), None);
+        assert!(opt_ip(&o, "c", "X.c").unwrap().is_some());
+        assert!(opt_ip(&o, "d", "X.d").unwrap_err().msg.contains("X.d"));
+    }
+}
