@@ -35,11 +35,14 @@ test-deps:
 	sh tests/deps.sh
 
 # Every test: unit tests, integration tests in private network namespaces; then the plugin
-# and hook tests again against the static release binary that `make install` ships.
-RELEASE_TESTS := --test applets --test bridge --test veth --test macvlan --test host_local --test oci_hook --test loopback --test tuning --test bandwidth --test chains --test docker --test portmap --test firewall
+# and hook tests again against the static release binary that `make install` ships. The
+# integration tests are one binary (tests/integration, one module per area); RELEASE_TESTS
+# picks the plugin and hook modules by path (libtest filters match substrings, so each
+# names its module from the crate root).
+RELEASE_TESTS := applets:: bridge::behaviour:: veth:: macvlan:: host_local:: oci_hook:: loopback:: tuning:: bandwidth:: chains:: docker:: portmap::behaviour:: firewall::behaviour::
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
-	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast $(RELEASE_TESTS) -- --test-threads=4
+	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast --test integration -- --test-threads=4 $(RELEASE_TESTS)
 
 lint:
 	$(CARGO) fmt --check

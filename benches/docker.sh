@@ -2,7 +2,7 @@
 # make bench, Docker part: what `docker run --rm` costs with cnibox's runtime (oci-wrap
 # around runc, the hooks doing ADD and DEL) against plain runc with `--net none`, beside the
 # hook's own ADD+DEL for the same network. Medians of N runs, the two docker figures
-# interleaved so drift hits both alike. The daemon is isolated as in tests/docker.rs: its
+# interleaved so drift hits both alike. The daemon is isolated as in tests/integration/docker.rs: its
 # own network namespace (no route out), a private mount namespace with a tmpfs over /run,
 # every path in a temp dir; it is ended by its PID.
 #

@@ -2,7 +2,7 @@
 //!
 //! `bridge`, `veth`, … are symlinks to this binary: the name it is called under picks the
 //! applet. `cnibox <applet> …` works too, and `cnibox install DIR` creates the symlinks.
-use crate::cni::Plugin;
+use crate::cni::{AppletLookup, Plugin};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,9 @@ pub enum Kind {
     Plugin(&'static dyn Plugin),
     /// Gets the arguments after the applet name; returns the exit code.
     Tool(fn(&[OsString]) -> i32),
+    /// A tool that runs plugin chains (cnitool, the OCI hook): also gets the applet lookup,
+    /// so the chain runs cnibox's own applets in-process.
+    Runtime(fn(&[OsString], AppletLookup) -> i32),
 }
 
 pub struct Applet {
@@ -77,12 +80,12 @@ pub static APPLETS: &[Applet] = &[
     Applet {
         name: "cnitool",
         summary: "run network configs (add, check, del, status, gc, sandbox-status)",
-        kind: Kind::Tool(crate::runtime::cnitool::main),
+        kind: Kind::Runtime(crate::runtime::cnitool::main),
     },
     Applet {
         name: "oci-hook",
         summary: "OCI runtime hook: add at createRuntime, del at poststop (OCI state on stdin)",
-        kind: Kind::Tool(crate::hook::run::main),
+        kind: Kind::Runtime(crate::hook::run::main),
     },
     Applet {
         name: "oci-wrap",
@@ -104,7 +107,7 @@ pub fn find(name: &str) -> Option<&'static Applet> {
 pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
     match find(name)?.kind {
         Kind::Plugin(p) => Some(p),
-        Kind::Tool(_) => None,
+        Kind::Tool(_) | Kind::Runtime(_) => None,
     }
 }
 
@@ -112,6 +115,7 @@ fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
     match applet.kind {
         Kind::Plugin(p) => crate::cni::plugin::run(p, plugin),
         Kind::Tool(f) => f(args),
+        Kind::Runtime(f) => f(args, plugin),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The netlink layer never starts a thread: a full create/configure/delete cycle, run from
 //! a plain `main` (no test harness threads), keeps `Threads:` at 1.
+#[path = "integration/common/mod.rs"]
 mod common;
 
 use cnibox::netlink::{

@@ -11,7 +11,7 @@
 //! signal is worded as Go words it (its own table, not the C library's).
 use super::error::{code, go_errno_text};
 use super::version::{go_list, go_quote};
-use super::{CniResult, Error};
+use super::{CniResult, Error, Plugin};
 use serde_json::Value;
 use std::fmt;
 use std::io::{Seek, SeekFrom, Write};
@@ -154,6 +154,40 @@ pub fn exec(path: &Path, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, Exec
         &exit_text(&output.status),
         &output.stdout,
         &output.stderr,
+    )))
+}
+
+/// Run one of this binary's own plugin applets in-process, as `exec` would run it as a
+/// process: the same entry point gets the invocation's variables (the rest of our
+/// environment as a child would inherit it) and `stdin`, and its stdout, stderr and exit
+/// code are read exactly as those of a child. No fork, no exec.
+pub fn run_in_process(plugin: &dyn Plugin, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, ExecError> {
+    let getenv = |key: &str| -> Option<String> {
+        let own = match key {
+            "CNI_COMMAND" => Some(inv.command),
+            "CNI_CONTAINERID" => Some(inv.container_id.as_str()),
+            "CNI_NETNS" => Some(inv.netns.as_str()),
+            "CNI_IFNAME" => Some(inv.ifname.as_str()),
+            "CNI_ARGS" => Some(inv.args.as_str()),
+            "CNI_PATH" => Some(inv.path.as_str()),
+            _ => inv.env.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_str()),
+        };
+        match own {
+            Some(v) => Some(v.to_string()),
+            None => std::env::var_os(key).map(|v| v.to_string_lossy().into_owned()),
+        }
+    };
+    let mut input = stdin;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let code = super::plugin::run_with(plugin, &getenv, &mut input, &mut stdout, &mut stderr);
+    if code == 0 {
+        forward_stderr(&stderr);
+        return Ok(stdout);
+    }
+    Err(ExecError::Plugin(plugin_error(
+        &format!("exit status {code}"),
+        &stdout,
+        &stderr,
     )))
 }
 

@@ -75,8 +75,8 @@ pub fn ifname_for(base: &str, i: usize) -> String {
     format!("{stem}{}", n + i)
 }
 
-/// The applet.
-pub fn main(args: &[OsString]) -> i32 {
+/// The applet; `applets` finds this binary's own applets, which the chains run in-process.
+pub fn main(args: &[OsString], applets: crate::cni::AppletLookup) -> i32 {
     let parsed: HookArgs = match crate::util::argv::parse_args("cnibox oci-hook", args) {
         Ok(p) => p,
         Err(code) => return code,
@@ -109,7 +109,7 @@ pub fn main(args: &[OsString]) -> i32 {
         file,
         id: state.id.clone(),
     };
-    match run(&parsed, &state, &mut log) {
+    match run(&parsed, &state, &mut log, applets) {
         Ok(()) => 0,
         Err(Failure::Cause(e)) => {
             log.line(format!("error: {e}"));
@@ -138,9 +138,9 @@ impl From<&str> for Failure {
     }
 }
 
-fn run(args: &HookArgs, state: &State, log: &mut Log) -> Result<(), Failure> {
+fn run(args: &HookArgs, state: &State, log: &mut Log, applets: crate::cni::AppletLookup) -> Result<(), Failure> {
     let phase = state.phase(args.phase.as_deref()).map_err(|e| e.to_string())?;
-    let rt = Runtime::new(&args.conf_dir, vec![args.bin_dir.clone()], &args.cache_dir);
+    let rt = Runtime::new(&args.conf_dir, vec![args.bin_dir.clone()], &args.cache_dir).with_applets(applets);
     let _one_hook_at_a_time = lock::hook(&args.cache_dir).map_err(|e| e.to_string())?;
     match phase {
         Phase::Add => add(args, state, &rt, log),

@@ -8,7 +8,7 @@ use super::request;
 use crate::cni;
 use crate::cni::invoke::{self, ExecError, Invocation};
 use crate::cni::version;
-use crate::cni::CniResult;
+use crate::cni::{AppletLookup, CniResult};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
@@ -22,6 +22,10 @@ pub struct Runtime {
     pub bin_dirs: Vec<PathBuf>,
     /// Result cache and locks (default /var/lib/cni).
     pub cache_dir: PathBuf,
+    /// This binary's own applets, handed down from the applet table: a plugin of the chain
+    /// that is this very binary runs in-process (as IPAM delegation does), any other is
+    /// exec'd. `None`: every plugin is exec'd.
+    pub applets: Option<AppletLookup>,
 }
 
 /// The per-attachment arguments of one operation (libcni's `RuntimeConf`).
@@ -158,7 +162,14 @@ impl Runtime {
             conf_dir: conf_dir.into(),
             bin_dirs,
             cache_dir: cache_dir.into(),
+            applets: None,
         }
+    }
+
+    /// The same runtime, running this binary's own applets in-process.
+    pub fn with_applets(mut self, applets: AppletLookup) -> Runtime {
+        self.applets = Some(applets);
+        self
     }
 
     pub fn cache(&self) -> Cache {
@@ -205,7 +216,20 @@ impl Runtime {
             error,
         };
         let path = invoke::find(&plugin.plugin_type, &self.bin_dirs).map_err(fail)?;
+        if let Some(own) = self.own_applet(&path, &plugin.plugin_type) {
+            return invoke::run_in_process(own, stdin, inv).map_err(fail);
+        }
         invoke::exec(&path, stdin, inv).map_err(fail)
+    }
+
+    /// The applet behind `path` when `path` is this very binary and answers to `name`
+    /// (exec'ing ourselves under a name we do not answer to is left to fail as exec fails).
+    fn own_applet(&self, path: &std::path::Path, name: &str) -> Option<&'static dyn cni::Plugin> {
+        let lookup = self.applets?;
+        if !crate::util::same_file(path, std::path::Path::new("/proc/self/exe")) {
+            return None;
+        }
+        lookup(name)
     }
 
     /// ADD every plugin in order, each getting the previous result; cache the final result

@@ -272,13 +272,14 @@ fn attachment_cmd(
     op(&list, &conf).map_or_else(|e| report(&e, &list.cni_version), |_| 0)
 }
 
-/// Entry point: `args` are the arguments after the applet name.
-pub fn main(args: &[OsString]) -> i32 {
+/// Entry point: `args` are the arguments after the applet name; `applets` finds this
+/// binary's own applets, which the chains run in-process.
+pub fn main(args: &[OsString], applets: crate::cni::AppletLookup) -> i32 {
     let cli: Cli = match crate::util::argv::parse_args("cnitool", args) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let rt = runtime_from_env();
+    let rt = runtime_from_env().with_applets(applets);
     let with_list = |name: &str, f: &dyn Fn(&NetworkList) -> i32| match rt.load_network(name) {
         Ok(list) => f(&list),
         Err(e) => fail(e),

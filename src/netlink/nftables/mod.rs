@@ -31,7 +31,7 @@
 //! 3. Give the shape its readers (rules by comment prefix, chains present) on top of
 //!    [`Nftables::rules`] / [`Nftables::chains`].
 //! 4. Test it against the kernel in a private namespace and compare with the same rules
-//!    loaded through `nft -f` (`tests/nftables.rs` has the pattern).
+//!    loaded through `nft -f` (`tests/integration/netlink/nftables.rs` has the pattern).
 //!
 //! The plugin then reads as its steps: open the handle, start a transaction, call the
 //! shape's sentences, commit.

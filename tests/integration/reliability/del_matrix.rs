@@ -1,0 +1,310 @@
+//! The DEL matrix: for every plugin (bridge, veth, macvlan, host-local) and every spec
+//! version, DEL in every situation a runtime can produce — normal, repeated, empty
+//! CNI_NETNS, netns deleted, container interface deleted by someone else, bridge or master
+//! deleted, no prevResult, a prevResult of another version, a corrupt cache (through
+//! cnitool). Every cell must succeed and leave no address, link, rule or cache file behind.
+//! One container namespace is reused across cells where that is sound.
+use crate::common;
+
+use common::*;
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cell {
+    Normal,
+    Repeated,
+    EmptyNetns,
+    NetnsDeleted,
+    IfaceDeletedBySomeoneElse,
+    BridgeOrMasterDeleted,
+    NoPrevResult,
+    PrevResultOfAnotherVersion,
+    CorruptCache,
+}
+
+const CELLS: &[Cell] = &[
+    Cell::Normal,
+    Cell::Repeated,
+    Cell::EmptyNetns,
+    Cell::NetnsDeleted,
+    Cell::IfaceDeletedBySomeoneElse,
+    Cell::BridgeOrMasterDeleted,
+    Cell::NoPrevResult,
+    Cell::PrevResultOfAnotherVersion,
+    Cell::CorruptCache,
+];
+
+const MASTER: &str = "dmm0";
+
+fn conf(env: &TestEnv, plugin: &str, version: &str) -> Value {
+    let ipam = json!({"type": "host-local", "subnet": "10.1.2.0/24", "dataDir": env.data_dir});
+    match plugin {
+        "host-local" => json!({"cniVersion": version, "name": "delnet", "type": "host-local", "ipam": ipam}),
+        "bridge" => json!({"cniVersion": version, "name": "delnet", "type": "bridge", "bridge": "dmbr0",
+                           "isGateway": true, "ipMasq": true, "ipam": ipam}),
+        "macvlan" => {
+            json!({"cniVersion": version, "name": "delnet", "type": "macvlan", "master": MASTER, "ipam": ipam})
+        }
+        other => json!({"cniVersion": version, "name": "delnet", "type": other, "ipMasq": true, "ipam": ipam}),
+    }
+}
+
+fn rules(ns: &Netns) -> String {
+    let mut s = String::new();
+    for tool in [&["nft", "list", "ruleset"][..], &["iptables-save"][..]] {
+        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
+            s += &String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
+                .collect::<String>();
+        }
+    }
+    s
+}
+
+/// Link names, addresses and rules of the host namespace. Not ifindexes, flags or
+/// link-local addresses: a bridge a cell deleted on purpose comes back with new ones.
+fn host_state(env: &TestEnv) -> String {
+    let mut links = env.host.links();
+    links.sort();
+    let addrs: String = env
+        .host
+        .ip(&["-o", "addr", "show"])
+        .lines()
+        .map(|l| l.split_whitespace().skip(1).take(3).collect::<Vec<_>>().join(" ") + "\n")
+        .filter(|l| !l.contains(" fe80:"))
+        .collect();
+    links.join(" ") + "\n" + &addrs + &rules(&env.host)
+}
+
+struct Matrix<'a> {
+    env: &'a TestEnv,
+    plugin: &'a str,
+    conf_dir: std::path::PathBuf,
+    baseline: String,
+}
+
+impl Matrix<'_> {
+    fn call(&self, verb: &str, id: &str, netns: &str, conf: &Value) -> CallOutput {
+        self.env
+            .call(self.plugin)
+            .verb(verb, id, netns, "eth0")
+            .config(conf)
+            .run()
+    }
+
+    fn cnitool(&self, verb: &str, id: &str, ns: &Netns) -> CallOutput {
+        self.env
+            .tool("cnitool")
+            .args([verb, "delnet", ns.path_str(), "--container-id", id])
+            .env("NETCONFPATH", self.conf_dir.to_str().unwrap())
+            .env("CNI_PATH", self.env.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", self.env.cache_dir.to_str().unwrap())
+            .run()
+    }
+
+    /// Recreate what a cell deleted on purpose (the bridge, the master), so the host state
+    /// can be compared with the baseline.
+    fn restore(&self, version: &str) {
+        match self.plugin {
+            "macvlan" if !self.env.host.has_link(MASTER) => {
+                self.env
+                    .host
+                    .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
+                self.env.host.ip(&["link", "set", MASTER, "up"]);
+            }
+            "bridge" if !self.env.host.has_link("dmbr0") => {
+                let ns = self.env.container();
+                let c = conf(self.env, "bridge", version);
+                self.call("ADD", "rewarm", ns.path_str(), &c).success();
+                self.call("DEL", "rewarm", ns.path_str(), &c).success();
+            }
+            _ => {}
+        }
+    }
+
+    /// Nothing of attachment `id` is left: no address reserved, host back to the baseline,
+    /// the container namespace (if it still exists) holds only lo, no cache file.
+    fn assert_clean(&self, what: &str, id: &str, ns: Option<&Netns>) {
+        let held: Vec<(String, String)> = self
+            .env
+            .store("delnet")
+            .into_iter()
+            .filter(|(k, _)| k.parse::<std::net::IpAddr>().is_ok())
+            .collect();
+        assert!(held.is_empty(), "{what}: addresses left reserved: {held:?}");
+        // a deleted namespace takes its veth peers with it asynchronously: give the kernel
+        // a moment before calling a difference a leak
+        let mut state = host_state(self.env);
+        for _ in 0..100 {
+            if state == self.baseline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            state = host_state(self.env);
+        }
+        assert_eq!(self.baseline, state, "{what}: host state differs from the baseline");
+        if let Some(ns) = ns {
+            assert_eq!(ns.links(), ["lo"], "{what}: links left in the container");
+        }
+        let cache = self.env.cache_dir.join("results").join(format!("delnet-{id}-eth0"));
+        assert!(!cache.exists(), "{what}: cache file left");
+        let results: Vec<_> = std::fs::read_dir(self.env.cache_dir.join("results"))
+            .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(results.is_empty(), "{what}: cache dir holds {results:?}");
+    }
+
+    fn applies(&self, cell: Cell) -> bool {
+        match cell {
+            Cell::IfaceDeletedBySomeoneElse => self.plugin != "host-local",
+            Cell::BridgeOrMasterDeleted => matches!(self.plugin, "bridge" | "macvlan"),
+            _ => true,
+        }
+    }
+
+    /// Run one cell; returns the id used.
+    fn run(&self, version: &str, cell: Cell, ns: &mut Netns, n: usize) {
+        let id = format!("dm{n}");
+        let what = format!("{} {version} {cell:?}", self.plugin);
+        let c = conf(self.env, self.plugin, version);
+        let with_prev = |prev: &Value| {
+            let mut d = c.clone();
+            d["prevResult"] = prev.clone();
+            d
+        };
+        if cell == Cell::CorruptCache {
+            let add = self.cnitool("add", &id, ns);
+            assert!(add.ok(), "{what}: cnitool add: {add:?}");
+            let file = self.env.cache_dir.join("results").join(format!("delnet-{id}-eth0"));
+            let bytes = std::fs::read(&file).unwrap();
+            std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+            let del = self.cnitool("del", &id, ns);
+            assert!(del.ok(), "{what}: cnitool del: {del:?}");
+            self.assert_clean(&what, &id, Some(ns));
+            return;
+        }
+        let result = self.call("ADD", &id, ns.path_str(), &c).success();
+        // what a runtime sends on DEL in the normal case: prevResult from 0.4.0 on
+        let normal = if version >= "0.4.0" {
+            with_prev(&result)
+        } else {
+            c.clone()
+        };
+        let path = ns.path_str().to_string();
+        match cell {
+            Cell::Normal => self.call("DEL", &id, &path, &normal).success(),
+            Cell::Repeated => {
+                self.call("DEL", &id, &path, &normal).success();
+                self.call("DEL", &id, &path, &normal).success();
+                self.call("DEL", &id, &path, &c).success()
+            }
+            Cell::EmptyNetns => {
+                self.call("DEL", &id, "", &normal).success();
+                // the runtime removes the namespace; the container side goes with it
+                *ns = self.env.container();
+                Value::Null
+            }
+            Cell::NetnsDeleted => {
+                *ns = self.env.container();
+                self.call("DEL", &id, &path, &normal).success();
+                self.call("DEL", &id, &path, &normal).success()
+            }
+            Cell::IfaceDeletedBySomeoneElse => {
+                ns.ip(&["link", "del", "eth0"]);
+                self.call("DEL", &id, &path, &normal).success()
+            }
+            Cell::BridgeOrMasterDeleted => {
+                let dev = if self.plugin == "bridge" { "dmbr0" } else { MASTER };
+                self.env.host.ip(&["link", "del", dev]);
+                self.call("DEL", &id, &path, &normal).success()
+            }
+            Cell::NoPrevResult => self.call("DEL", &id, &path, &c).success(),
+            Cell::PrevResultOfAnotherVersion => {
+                let other = if version >= "1.0.0" { "0.4.0" } else { "1.0.0" };
+                let parsed = cnibox::cni::CniResult::from_json(&result).unwrap();
+                let prev = parsed.to_json(other).unwrap();
+                self.call("DEL", &id, &path, &with_prev(&prev)).success()
+            }
+            Cell::CorruptCache => unreachable!(),
+        };
+        self.restore(version);
+        self.assert_clean(&what, &id, Some(ns));
+    }
+}
+
+fn del_matrix(plugin: &str) {
+    let env = TestEnv::new();
+    if !run_ok(std::process::Command::new(cnibox()).arg("--list"))
+        .lines()
+        .any(|l| l == plugin)
+    {
+        eprintln!("SKIP: the {plugin} applet is not in this build");
+        return;
+    }
+    if plugin == "macvlan" {
+        env.host
+            .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
+        env.host.ip(&["link", "set", MASTER, "up"]);
+    }
+    let conf_dir = env.tmp.path().join("net.d");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    let mut m = Matrix {
+        env: &env,
+        plugin,
+        conf_dir,
+        baseline: String::new(),
+    };
+    // the baseline: what a clean ADD+DEL leaves (the bridge, global tables)
+    let warm_ns = env.container();
+    let c = conf(&env, plugin, "1.0.0");
+    m.call("ADD", "warm", warm_ns.path_str(), &c).success();
+    m.call("DEL", "warm", warm_ns.path_str(), &c).success();
+    m.baseline = host_state(&env);
+    let mut ns = env.container();
+    let (mut ran, mut na) = (0, 0);
+    let mut table = String::new();
+    for (vi, version) in ALL_VERSIONS.iter().enumerate() {
+        let plugin_list = {
+            let mut p = conf(&env, plugin, version);
+            p.as_object_mut().unwrap().remove("name");
+            p.as_object_mut().unwrap().remove("cniVersion");
+            json!({"cniVersion": version, "name": "delnet", "plugins": [p]})
+        };
+        std::fs::write(m.conf_dir.join("delnet.conflist"), plugin_list.to_string()).unwrap();
+        table += &format!("{plugin} {version}:");
+        for (ci, cell) in CELLS.iter().enumerate() {
+            if !m.applies(*cell) {
+                na += 1;
+                table += " -";
+                continue;
+            }
+            m.run(version, *cell, &mut ns, vi * 100 + ci);
+            ran += 1;
+            table += " ok";
+        }
+        table += "\n";
+    }
+    eprintln!("DEL matrix {plugin}: {ran} cells passed, {na} not applicable\n{table}");
+}
+
+#[test]
+fn del_matrix_host_local() {
+    del_matrix("host-local");
+}
+
+#[test]
+fn del_matrix_bridge() {
+    del_matrix("bridge");
+}
+
+#[test]
+fn del_matrix_veth() {
+    del_matrix("veth");
+}
+
+#[test]
+fn del_matrix_macvlan() {
+    del_matrix("macvlan");
+}
