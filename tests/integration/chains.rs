@@ -101,6 +101,11 @@ impl World {
     fn tuning_dir(&self) -> PathBuf {
         self.env.tmp.path().join("tuning")
     }
+
+    /// The firewall's address records (default /run/cni/firewall) stay in the temp dir too.
+    fn firewall_dir(&self) -> PathBuf {
+        self.env.tmp.path().join("firewall")
+    }
 }
 
 /// The portmap v1.1.1 CHECK looks for an IPv6 DNAT chain even for an IPv4-only container,
@@ -143,7 +148,7 @@ fn podman_network(w: &World) -> Value {
              "ipam": {"type": "host-local", "routes": [{"dst": "0.0.0.0/0"}],
                       "ranges": [[{"subnet": "10.88.0.0/16", "gateway": "10.88.0.1"}]], "dataDir": w.data_dir()}},
             {"type": "portmap", "capabilities": {"portMappings": true}},
-            {"type": "firewall", "backend": ""},
+            {"type": "firewall", "backend": "", "dataDir": w.firewall_dir()},
             {"type": "tuning", "dataDir": w.tuning_dir(), "capabilities": {"mac": true},
              "sysctl": {"net.ipv4.conf.eth0.arp_notify": "1"}}
         ]
@@ -373,8 +378,8 @@ fn plugins_d_examples_chain() {
                 if p.get("ipam").is_some() {
                     p["ipam"]["dataDir"] = json!(env.data_dir);
                 }
-                if p["type"] == "tuning" {
-                    p["dataDir"] = json!(env.tmp.path().join("tuning"));
+                if p["type"] == "tuning" || p["type"] == "firewall" {
+                    p["dataDir"] = json!(env.tmp.path().join(p["type"].as_str().unwrap()));
                 }
             }
         }

@@ -32,6 +32,8 @@ fn add_with_mistyped(env: &TestEnv, applet: &str, key: &str) -> (u64, String) {
         "bridge": "br-keys",
         "master": "lo",
         "ipam": {"type": "host-local", "subnet": "10.77.0.0/24", "dataDir": env.data_dir},
+        // tuning's saved state and firewall's records stay in the temp dir
+        "dataDir": env.tmp.path().join("plugin-state"),
         "prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": c.path_str()}],
                        "ips": [{"address": "10.77.0.9/24", "interface": 0}]},
     });

@@ -144,6 +144,8 @@ impl Daemon {
         let script = "umount /sys/fs/cgroup/unified 2>/dev/null; \
                       mount -t tmpfs -o mode=0755 cnibox-test-run /run && \
                       mkdir -p /run/docker/plugins /run/containerd && exec \"$@\"";
+        let tmp = p("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
         let mut c = self.env.host.command("unshare");
         c.args(["-m", "--propagation", "private", "sh", "-c", script, "sh", DOCKERD])
             .args(["--data-root", &p("data"), "--exec-root", &p("exec")])
@@ -157,6 +159,8 @@ impl Daemon {
             ])
             .args(["--shutdown-timeout", "2", "--storage-driver", "overlay2"])
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            // containerd writes its goroutine dumps (containerd.<pid>.stacks.log) to TMPDIR
+            .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(p("dockerd.log")).unwrap())
             .stderr(std::fs::File::create(p("dockerd.err")).unwrap());
