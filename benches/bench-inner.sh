@@ -58,6 +58,8 @@ headline_list() {
         instantiate "$3" > "$d/net.conflist"; net=$(jq -r .name "$d/net.conflist")
         case $rt in
         podman) runners+=("run_podman $impl $d $net") ;;
+        cnitool)  # cnibox's own runtime against the reference as podman runs it
+            if [ "$impl" = cnibox ]; then runners+=("run_cnitool $d $net"); else runners+=("run_podman $impl $d $net"); fi ;;
         libcni) runners+=("run_libcni $impl $d $net") ;;
         containerd) runners+=("run_gocni $impl $d") ;;
         esac
@@ -74,8 +76,10 @@ if want headline; then
     # rows: one line each (headline_plugin LABEL TEMPLATE | headline_list RUNTIME LABEL TEMPLATE)
     headline_plugin "bridge+host-local, ipMasq" "$BRIDGE_MASQ"
     headline_list podman "podman: bridge+portmap+firewall+tuning, -p (libcni)" "$PODMAN_CHAIN"
+    headline_list cnitool "podman's chain, -p: cnibox cnitool (in-process) vs reference (libcni)" "$PODMAN_CHAIN"
     headline_list containerd "containerd: loopback + bridge+portmap (go-cni)" "$CONTAINERD_CHAIN"
-    tnote "Every plugin is a process per call, as runtimes run them. The cnibox column uses cnibox's" \
+    tnote "Every plugin is a process per call, as runtimes run them (but in the cnitool row, where one" \
+        "cnitool process runs every applet of the chain in-process and its own start is counted). The cnibox column uses cnibox's" \
         "applet for each plugin it has and the reference plugin otherwise (last column). libcni and" \
         "go-cni rows time the library call inside a Go client (its own start-up excluded: podman" \
         "and containerd are long-running)."

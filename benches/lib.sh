@@ -98,6 +98,21 @@ run_libcni() {
         || die "libcni $impl $verb failed: $(cat "$WORK/err.txt")"
     cat "$WORK/timing"
 }
+# cnibox's own runtime: one `cnitool` process runs the whole chain, cnibox's applets
+# in-process; the same published port as run_podman. run_cnitool CONFDIR NETWORK VERB ID NETNS
+run_cnitool() {
+    local dir=$1 net=$2 verb=$3 id=$4 ns=$5 port t0 t1
+    port=$(( 10000 + $(cksum <<< "cnitool$id" | cut -d' ' -f1) % 50000 ))
+    t0=$(now_us)
+    NETCONFPATH="$dir" CNI_PATH="$WORK/cnibox" CNI_CACHE_DIR="$WORK/cache-cnitool" CNI_IFNAME=eth0 \
+        CAP_ARGS="{\"portMappings\":[{\"hostPort\":$port,\"containerPort\":80,\"protocol\":\"tcp\",\"hostIP\":\"\"}]}" \
+        "$WORK/cnibox/cnitool" "${verb,,}" "$net" "/run/netns/$ns" --container-id "$id" \
+        > "$WORK/out.$BASHPID" 2> "$WORK/err.$BASHPID" \
+        || die "cnitool $verb failed: $(cat "$WORK/out.$BASHPID" "$WORK/err.$BASHPID")"
+    t1=$(now_us)
+    rm -f "$WORK/out.$BASHPID" "$WORK/err.$BASHPID"
+    echo $(( t1 - t0 ))
+}
 # containerd 1.6 CRI: go-cni attaches its loopback network and the first conflist of
 # CONFDIR. run_gocni IMPL CONFDIR VERB ID NETNS
 run_gocni() {

@@ -237,6 +237,16 @@ fn podman_run(side: Side) -> Option<Vec<Value>> {
     let eth0 = ns.ip_json(&["link", "show", "dev", "eth0"]);
     assert_eq!(eth0[0]["address"], "c2:00:00:00:00:07", "{side:?}");
     assert_eq!(ns.sysctl("net/ipv4/conf/eth0/arp_notify"), "1", "{side:?}");
+    // and what `-p 8080:80` is for: the node reaches the container through the host port
+    let server = crate::portmap_support::Server::start(&ns, 80, "podctr");
+    let host_port = "10.88.0.1:8080".parse().unwrap();
+    let answer = crate::portmap_support::tcp_get(&w.env.host, host_port);
+    assert_eq!(
+        answer.as_deref(),
+        Some("podctr"),
+        "{side:?}: 10.88.0.1:8080 from the node"
+    );
+    drop(server);
     seen.push(check_around_portmap(
         &w,
         "87-podman.conflist",
