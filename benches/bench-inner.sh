@@ -16,7 +16,7 @@ PODMAN_CHAIN='{"cniVersion":"0.4.0","name":"@NET@","plugins":[
  {"type":"bridge","bridge":"@BR@","isGateway":true,"ipMasq":true,"hairpinMode":true,
   "ipam":{"type":"host-local","routes":[{"dst":"0.0.0.0/0"}],"ranges":[[{"subnet":"@SUBNET@","gateway":"@GW@"}]],"dataDir":"@DATA@"}},
  {"type":"portmap","capabilities":{"portMappings":true}},
- {"type":"firewall","backend":""},
+ {"type":"firewall","backend":"","dataDir":"@DATA@/firewall"},
  {"type":"tuning"}]}'
 # containerd's example CRI conflist (IPv4 only); go-cni adds the loopback network itself
 CONTAINERD_CHAIN='{"cniVersion":"1.0.0","name":"@NET@","plugins":[
