@@ -128,22 +128,25 @@ impl Op {
         self.error(ErrorKind::Protocol).with_detail(detail)
     }
 
+    /// The kernel lacks `feature` (a link kind, a qdisc, a netfilter family): the error names it.
+    pub(crate) fn unsupported(&self, feature: &'static str, errno: i32, detail: Option<String>) -> Error {
+        let e = self
+            .error(ErrorKind::Unsupported {
+                feature: feature.to_string(),
+            })
+            .with_errno(errno);
+        match detail {
+            Some(d) => e.with_detail(d),
+            None => e,
+        }
+    }
+
     pub(crate) fn transport(&self, e: TransportError) -> Error {
         match e {
             TransportError::Kernel { errno, detail } => {
                 let unsupported = matches!(errno, libc::EOPNOTSUPP | libc::EPROTONOSUPPORT | libc::EAFNOSUPPORT);
                 match self.feature {
-                    Some(feature) if unsupported => {
-                        let e = self
-                            .error(ErrorKind::Unsupported {
-                                feature: feature.to_string(),
-                            })
-                            .with_errno(errno);
-                        match detail {
-                            Some(d) => e.with_detail(d),
-                            None => e,
-                        }
-                    }
+                    Some(feature) if unsupported => self.unsupported(feature, errno, detail),
                     _ => Error::from_errno(&self.op, &self.object, errno, detail),
                 }
             }

@@ -10,7 +10,6 @@
 //!
 //! A kernel without the qdisc, classifier or action module answers ENOENT (or EOPNOTSUPP);
 //! the error then names the missing feature (`tbf qdisc is not supported by this kernel`).
-use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
 use super::netfilter::Attrs;
 use super::transport::{Message, Transport, TransportError};
@@ -196,15 +195,7 @@ fn mirred_parms(action: i32, eaction: i32, ifindex: u32) -> Vec<u8> {
 fn missing_feature(op: &Op, e: TransportError, feature: &'static str) -> super::Error {
     match e {
         TransportError::Kernel { errno, detail } if matches!(errno, libc::ENOENT | libc::EOPNOTSUPP) => {
-            let e = op
-                .error(ErrorKind::Unsupported {
-                    feature: feature.to_string(),
-                })
-                .with_errno(errno);
-            match detail {
-                Some(d) => e.with_detail(d),
-                None => e,
-            }
+            op.unsupported(feature, errno, detail)
         }
         other => op.transport(other),
     }
