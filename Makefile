@@ -3,7 +3,8 @@
 #   sudo make install    install the binary and the applet symlinks into $(CNI_BIN_DIR)
 #   sudo make test       install missing test dependencies (apt-get), then run every test
 #   sudo make demo       two containers on a bridge, inside private namespaces
-#   sudo make bench      cnibox against the Go plugins, netavark and the kernel floor (knobs: docs/benchmarks.md)
+#   sudo make bench      cnibox against the Go plugins, netavark, Docker and the kernel floor (~2.5 min;
+#                        knobs as arguments, e.g. `sudo make bench N=15` for the long run: see below)
 
 PREFIX      ?= /usr/local
 CNI_BIN_DIR ?= /opt/cni/bin
@@ -62,6 +63,13 @@ demo:
 	$(MAKE) install
 	sh tests/demo.sh $(DESTDIR)$(PREFIX)/bin/cnibox $(DESTDIR)$(CNI_BIN_DIR)
 
+# The bench's knobs, given as make arguments (`sudo make bench N=15 BENCH_DOCKER=0`) or in the
+# environment; benches/bench.sh's header and docs/benchmarks.md say more. The defaults take
+# ~2.5 minutes on a quiet 2-core VM:
+#   N=9             rounds per figure of the comparison tables (N=15: the long run, ~4.5 min)
+#   HOST_LOCAL_N=5  host-local steady-state rounds (N when N is given)
+#   DOCKER_N=9      docker run rounds (N when N is given); BENCH_DOCKER=0 skips the Docker rows
+#   GROWTH=250 GROWTH_EDGE=10 WORKERS=10 STORE_SIZE=60000 SETTLE=0.3 SECTIONS="headline ..." KEEP=1
 bench: test-deps build
 	bash benches/bench.sh $(BIN)
 	bash benches/docker.sh $(BIN)

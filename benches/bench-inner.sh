@@ -29,8 +29,13 @@ NETAVARK_NET='{"container_id":"@CID@","container_name":"bench","networks":{"@NET
   "internal":false,"ipv6_enabled":false,"name":"@NET@","network_interface":"@BR@","subnets":[{"gateway":"@GW@","subnet":"@SUBNET@"}]}}}'
 
 ROW_NO=0
+BENCH_SECTIONS="headline peers growth plugins ipmasq breakdown host-local resources"
 # SECTIONS="headline growth" runs only those sections (all by default)
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
+# section NAME : whether NAME runs; its tables are NAME's
+section() { SECTION=$1; want "$1"; }
+# shellcheck source=benches/host-local-rows.sh
+source "$BENCH_DIR/host-local-rows.sh"
 headline_row() {  # KEY LABEL WHOSE
     trow "$2" "$(ms "${MED[$1,0,ADD]}")" "$(ms "${MED[$1,1,ADD]}")" "${RAT[$1,1,ADD]}" \
         "$(ms "${MED[$1,0,DEL]}")" "$(ms "${MED[$1,1,DEL]}")" "${RAT[$1,1,DEL]}" "$3"
@@ -70,7 +75,7 @@ headline_list() {
 }
 
 # ======================= the headline: what a node does per pod =======================
-if want headline; then
+if section headline; then
     table "Per pod on a realistic node (ms; ratio = median of per-round cnibox/reference)" \
         "ADD cnibox" "ADD ref" "ADD ratio" "DEL cnibox" "DEL ref" "DEL ratio" "cnibox column runs"
     # rows: one line each (headline_plugin LABEL TEMPLATE | headline_list RUNTIME LABEL TEMPLATE)
@@ -86,7 +91,7 @@ if want headline; then
 fi
 
 # ======================= peers: netavark =======================
-if want peers; then
+if section peers; then
     table "Peers: one container on a bridge network with masquerade (ms; ratios per round)" \
         "cnibox" "reference" "netavark" "cnibox/ref" "cnibox/netavark"
     if [ -n "${NETAVARK:-}" ]; then
@@ -110,16 +115,26 @@ if want peers; then
 fi
 
 # ======================= growth: one network filling up =======================
-if want growth; then
+if section growth; then
     table "Growth: $GROWTH attachments on one network, bridge+host-local with ipMasq" "cnibox" "reference" "ratio"
-    # growth_series : GROWTH ADDs on each side alternately, then the DELs newest first; the
-    # figures are medians of the first and last GROWTH_EDGE calls of each series
+    # growth_series : GROWTH ADDs on each side, then the DELs newest first. The figures are
+    # medians of the first and last GROWTH_EDGE calls of each series, measured one at a time
+    # (ADDs alternating cnibox/reference); the attachments in between are made and removed by
+    # WORKERS parallel workers, both sides at once, unmeasured (fill): the same network, store
+    # and rules as one at a time, in less wall time (the reference's DELs wait more than they
+    # compute).
+    # growth_series [ADD-COMPANION WHILE-FULL DEL-COMPANION] : the commands run in the
+    # background beside the ADD fill and the DEL fill (unmeasured work of other sections), and
+    # in the foreground while the network is full, between the measured calls
     growth_series() {
-        local a="$WORK/gr-cnibox.json" b="$WORK/gr-reference.json" i x
+        local a="$WORK/gr-cnibox.json" b="$WORK/gr-reference.json" i
+        local lo=$(( GROWTH_EDGE < GROWTH ? GROWTH_EDGE : GROWTH )) hi=$(( GROWTH - GROWTH_EDGE ))
+        (( hi < lo )) && hi=$lo  # attachments lo..hi-1 are the unmeasured middle
         instantiate "$BRIDGE_MASQ" > "$a"; instantiate "$BRIDGE_MASQ" > "$b"
-        make_containers $(( 2 * GROWTH )); settle
+        make_containers $(( 2 * GROWTH ))
         : > gr_add_a; : > gr_add_b; : > gr_del_a; : > gr_del_b
-        for ((i = 0; i < GROWTH; i++)); do
+        add_one() {  # I
+            local i=$1 x
             if (( i % 2 )); then
                 x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
                 x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
@@ -127,11 +142,35 @@ if want growth; then
                 x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
                 x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
             fi
-        done
-        for ((i = GROWTH - 1; i >= 0; i--)); do
-            x=$(run_plugin cnibox "$a" DEL "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_del_a
-            x=$(run_plugin reference "$b" DEL "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_del_b
-        done
+        }
+        del_one() {  # I
+            local x
+            x=$(run_plugin cnibox "$a" DEL "g$1" "${CTRS[2*$1]}"); echo "$x" >> gr_del_a
+            x=$(run_plugin reference "$b" DEL "g$1" "${CTRS[2*$1+1]}"); echo "$x" >> gr_del_b
+        }
+        fill() {  # VERB [COMPANION] : the middle attachments of both sides in parallel, COMPANION beside them
+            local bg=""
+            say "growth: $1 of attachments $((lo + 1))-$hi, $WORKERS workers (unmeasured)${2:+, beside $2}"
+            if [ -n "${2:-}" ]; then "$2" & bg=$!; fi
+            if (( hi > lo )); then
+                for ((i = lo; i < hi; i++)); do
+                    printf '%s\n' "cnibox $a g$i ${CTRS[2*i]}" "reference $b g$i ${CTRS[2*i+1]}"
+                done > "$WORK/gr-fill"
+                export -f run_plugin jq_once stamp die; export WORK
+                # shellcheck disable=SC2016  # expanded by the worker
+                xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -L 1 \
+                    bash -c 'run_plugin "$1" "$2" '"$1"' "$3" "$4" > /dev/null' fill < "$WORK/gr-fill"
+            fi
+            if [ -n "$bg" ]; then wait "$bg" || die "growth: $2 failed"; fi
+            settle
+        }
+        for ((i = 0; i < lo; i++)); do add_one "$i"; done
+        fill ADD "${1:-}"
+        for ((i = hi; i < GROWTH; i++)); do add_one "$i"; done
+        for ((i = GROWTH - 1; i >= hi; i--)); do del_one "$i"; done
+        [ -z "${2:-}" ] || "$2"
+        fill DEL "${3:-}"
+        for ((i = lo - 1; i >= 0; i--)); do del_one "$i"; done
         drop_containers
     }
     edge() { if [ "$1" = first ]; then head -n "$GROWTH_EDGE" "$2"; else tail -n "$GROWTH_EDGE" "$2"; fi | median; }
@@ -143,7 +182,16 @@ if want growth; then
         trow "$1 growth, $5 / $4" "$(ratio "$l1a" "$f1a")" "$(ratio "$l1b" "$f1b")" -
     }
     say "growth: $GROWTH attachments"
-    growth_series
+    if want host-local; then
+        # host-local's two full stores are written beside the ADD fill and removed beside the
+        # DEL fill (disk work against plugin processes; none of it measured), and its rows are
+        # measured in between, with nothing in the background
+        hl_setup
+        growth_series hl_fill_stores hl_measure hl_remove_stores
+        HL_DONE=1
+    else
+        growth_series
+    fi
     growth_rows ADD gr_add_a gr_add_b "attachments 1-$GROWTH_EDGE" "attachments $((GROWTH - GROWTH_EDGE + 1))-$GROWTH"
     # the DELs ran newest first: the first ones had GROWTH attachments on the network
     tac gr_del_a > gr_del_a.oldest; tac gr_del_b > gr_del_b.oldest
@@ -153,12 +201,14 @@ if want growth; then
     parallel_run() {  # IMPL -> PAR_ADD PAR_DEL (µs)
         local impl=$1 cf="$WORK/par-$1.json" t0 t1
         instantiate "$BRIDGE_MASQ" > "$cf"
-        make_containers "$GROWTH"; settle
+        make_containers "$GROWTH"
         printf '%s\n' "${CTRS[@]}" > "$WORK/par-ctrs"
         one() { run_plugin "$1" "$2" "$3" "p$4" "$4" > /dev/null; }
-        export -f one run_plugin now_us die; export WORK
-        t0=$(now_us); xargs -P "$WORKERS" -I{} bash -c "one $impl $cf ADD {}" < "$WORK/par-ctrs"; t1=$(now_us); PAR_ADD=$((t1 - t0))
-        t0=$(now_us); xargs -P "$WORKERS" -I{} bash -c "one $impl $cf DEL {}" < "$WORK/par-ctrs"; t1=$(now_us); PAR_DEL=$((t1 - t0))
+        export -f one run_plugin jq_once stamp die; export WORK
+        jq_once "$cf" type .type  # as every other runner does, before its measured calls
+        # RUN_SLOT (0..WORKERS-1): each running worker's own output file in run_plugin
+        stamp t0; xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -I{} bash -c "one $impl $cf ADD {}" < "$WORK/par-ctrs"; stamp t1; PAR_ADD=$((t1 - t0))
+        stamp t0; xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -I{} bash -c "one $impl $cf DEL {}" < "$WORK/par-ctrs"; stamp t1; PAR_DEL=$((t1 - t0))
         drop_containers
     }
     say "parallel: $GROWTH ADDs, $WORKERS workers"
@@ -169,7 +219,7 @@ if want growth; then
 fi
 
 # ======================= single plugins without masquerade, and the kernel floor =======================
-if want plugins; then
+if section plugins; then
     table "Single plugins without masquerade (ms; the floor: the same kernel work by ip -batch)" \
         "cnibox" "reference" "kernel floor" "ratio"
     ip link add mvmaster type veth peer name mvpeer
@@ -179,10 +229,10 @@ if want plugins; then
     floor() {
         local kind=$1 i c t0 t1; : > fadd; : > fdel
         ip link add cbfloor type bridge 2>/dev/null || true; ip link set cbfloor up
-        make_containers "$N"; settle
+        make_containers "$N"
         for ((i = 1; i <= N; i++)); do
             c=${CTRS[i-1]}
-            t0=$(now_us)
+            stamp t0
             case $kind in
             bridge)
                 printf 'link add fl%s type veth peer name eth0 netns %s\nlink set fl%s master cbfloor up\n' "$i" "$c" "$i" | ip -batch -
@@ -194,16 +244,16 @@ if want plugins; then
                 printf 'link add link mvmaster name fl%s netns %s type macvlan mode bridge\n' "$i" "$c" | ip -batch -
                 printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
             esac
-            t1=$(now_us); echo $((t1 - t0)) >> fadd
+            stamp t1; echo $((t1 - t0)) >> fadd
         done
         for ((i = 1; i <= N; i++)); do
             c=${CTRS[i-1]}
-            t0=$(now_us)
+            stamp t0
             case $kind in
             macvlan) ip -n "$c" link del eth0 ;;
             *) ip link del "fl$i" ;;
             esac
-            t1=$(now_us); echo $((t1 - t0)) >> fdel
+            stamp t1; echo $((t1 - t0)) >> fdel
         done
         drop_containers
         FLOOR_ADD=$(median < fadd); FLOOR_DEL=$(median < fdel)
@@ -225,22 +275,25 @@ if want plugins; then
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================
-if want ipmasq; then
+if section ipmasq; then
     source "$BENCH_DIR/ipmasq.sh"
 fi
 
 # ======================= where the time goes: one headline bridge ADD =======================
-if want breakdown; then
+if section breakdown; then
+    say "breakdown"
     source "$BENCH_DIR/breakdown.sh"
 fi
 
 # ======================= host-local alone, as the store fills =======================
-if want host-local; then
-    source "$BENCH_DIR/host-local-rows.sh"
+if section host-local && [ -z "${HL_DONE:-}" ]; then
+    say "host-local: filling two stores with $STORE_SIZE reservations"
+    hl_setup; hl_fill_stores; hl_measure; hl_remove_stores
 fi
 
 # ======================= memory, size, syscalls =======================
-if want resources; then
+if section resources; then
+    say "resources"
     table "Resources of one bridge+host-local ADD (no masquerade)" "cnibox" "reference" "ratio"
     rss() {  # IMPL -> RSS_KIB
         local cf="$WORK/rss-$1.json"; instantiate "$BRIDGE" > "$cf"; make_containers 1
@@ -275,7 +328,7 @@ if want resources; then
 fi
 
 echo
-echo "cnibox bench: N=$N rounds per figure (median), GROWTH=$GROWTH, WORKERS=$WORKERS, STORE_SIZE=$STORE_SIZE;" \
-    "$(nproc) cores, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(now_us) / 1000000 - BENCH_START )) s"
+echo "cnibox bench: N=$N rounds per figure (median), HOST_LOCAL_N=$HOST_LOCAL_N, GROWTH=$GROWTH, WORKERS=$WORKERS, STORE_SIZE=$STORE_SIZE;" \
+    "$(nproc) cores, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(date +%s) - BENCH_START )) s"
 echo
 print_tables

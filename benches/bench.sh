@@ -5,14 +5,23 @@
 # round by round within this run (absolute times on a shared VM are not comparable across runs).
 #
 # usage: sudo benches/bench.sh [path/to/cnibox]
-# knobs (env): N rounds per figure (15), GROWTH attachments on one network (250), GROWTH_EDGE
-# calls averaged at each end of the growth series (10), WORKERS parallel workers (10),
-# STORE_SIZE host-local reservations (60000), SETTLE seconds after deleting namespaces (1)
+# knobs (env; the defaults take ~2 minutes on a quiet 2-core VM, `N=15` is the long run):
+#   N             rounds per figure of the comparison tables and floors (9)
+#   HOST_LOCAL_N  rounds of the host-local steady state (5, or N when N is given: the
+#                 reference takes ~1 s per call on the full store)
+#   GROWTH        attachments on one network, and parallel ADDs (250)
+#   GROWTH_EDGE   calls measured at each end of the growth series (10)
+#   WORKERS       parallel workers (10)
+#   STORE_SIZE    host-local reservations (60000)
+#   SETTLE        seconds of pause once a deleted namespace's links are gone (0.3)
+#   SECTIONS      sections to run (all: headline peers growth plugins ipmasq breakdown
+#                 host-local resources); KEEP=1 keeps the work directory
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
 REF=/usr/lib/cni
-N=${N:-15}
+HOST_LOCAL_N=${HOST_LOCAL_N:-${N:-5}}
+N=${N:-9}
 GROWTH=${GROWTH:-250}
 GROWTH_EDGE=${GROWTH_EDGE:-10}
 WORKERS=${WORKERS:-10}
@@ -61,5 +70,5 @@ for nv in /usr/lib/podman/netavark /usr/libexec/podman/netavark "$(command -v ne
     if [ -x "$nv" ]; then NETAVARK=$nv; NETAVARK_MISSING=""; break; fi
 done
 
-export BIN REF N GROWTH GROWTH_EDGE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
+export BIN REF N HOST_LOCAL_N GROWTH GROWTH_EDGE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
 ip netns exec "$HOSTNS" bash "$BENCH_DIR/bench-inner.sh"

@@ -2,7 +2,7 @@
 # spends its time, from `strace -f -T -ttt -yy` of one call, and the floor below it.
 table "Where the time goes: one cnibox bridge+host-local ADD with ipMasq" "ms" "share" "count"
 bd_cf="$WORK/bd.json"; instantiate "$BRIDGE_MASQ" > "$bd_cf"
-make_containers 2; settle
+make_containers 2
 run_plugin cnibox "$bd_cf" ADD bdwarm "${CTRS[1]}" > /dev/null  # the bridge and the store exist, as in the headline
 CNI_COMMAND=ADD CNI_CONTAINERID=bd CNI_NETNS=/run/netns/${CTRS[0]} CNI_IFNAME=eth0 CNI_PATH="$WORK/cnibox" \
     strace -f -T -ttt -yy -o "$WORK/bd.trace" "$WORK/cnibox/bridge" < "$bd_cf" > /dev/null
@@ -55,7 +55,7 @@ else
     hello=("$(command -v busybox)" true); hello_name="busybox true (static)"
 fi
 : > "$WORK/hello.t"
-for ((i = 0; i < N; i++)); do t0=$(now_us); "${hello[@]}"; t1=$(now_us); echo $((t1 - t0)) >> "$WORK/hello.t"; done
+for ((i = 0; i < N; i++)); do stamp t0; "${hello[@]}"; stamp t1; echo $((t1 - t0)) >> "$WORK/hello.t"; done
 hello_us=$(median < "$WORK/hello.t")
 trow "floor: fork+exec+exit of $hello_name" "$(ms "$hello_us")" - 1
 trow "floor: the same kernel work by ip -batch (2 processes)" "$(ms "${FLOOR_BRIDGE_ADD:-n/a}")" - 2

@@ -6,11 +6,15 @@
 # own network namespace (no route out), a private mount namespace with a tmpfs over /run,
 # every path in a temp dir; it is ended by its PID.
 #
-# usage: sudo benches/docker.sh [path/to/cnibox]     (env: N=runs per figure)
+# usage: sudo benches/docker.sh [path/to/cnibox]
+# knobs (env): DOCKER_N runs per figure (9, or N when N is given), BENCH_DOCKER=0 skips it all
 set -euo pipefail
 
+[ "${BENCH_DOCKER:-1}" = 0 ] && { echo "bench: Docker rows skipped (BENCH_DOCKER=0)" >&2; exit 0; }
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
-N=${N:-15}
+N=${DOCKER_N:-${N:-9}}
+START=$SECONDS
+say() { echo "bench docker [$(( SECONDS - START ))s]: $*" >&2; }
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 DOCKERD=/usr/sbin/dockerd
 DOCKER=/usr/bin/docker
@@ -55,6 +59,7 @@ nsenter --net="/run/netns/$HOSTNS" unshare -m --propagation private sh -c '
     --config-file "$D/daemon.json" -H "unix://$D/docker.sock" --bridge=none --iptables=false \
     --ip6tables=false --ip-masq=false --shutdown-timeout 2 >"$D/dockerd.log" 2>&1 &
 DPID=$!
+say "dockerd starting"
 dk() { DOCKER_CONFIG="$D/client" "$DOCKER" -H "unix://$D/docker.sock" "$@"; }
 for _ in $(seq 300); do dk version >/dev/null 2>&1 && break; sleep 0.1; done
 dk version >/dev/null || { tail -20 "$D/dockerd.log" >&2; exit 1; }
@@ -64,8 +69,8 @@ ln -s busybox "$WORK/rootfs/bin/true"
 tar -C "$WORK/rootfs" -cf "$WORK/rootfs.tar" .
 dk import "$WORK/rootfs.tar" cnibox-bench:1 >/dev/null
 
-# milliseconds since the epoch with microseconds, without a fork
-now() { echo "${EPOCHREALTIME/./}"; }
+# microseconds since the epoch, into VAR, without a fork (inside the measured window)
+stamp() { printf -v "$1" %s "${EPOCHREALTIME/./}"; }
 
 # warm both paths (image layers, runtime script, first plugin exec)
 for _ in 1 2; do
@@ -73,9 +78,10 @@ for _ in 1 2; do
     dk run --rm --runtime cnibox --net none cnibox-bench:1 true
 done
 : >"$WORK/plain"; : >"$WORK/cnibox"
+say "docker run: $N rounds"
 for _ in $(seq "$N"); do
-    t=$(now); dk run --rm --net none cnibox-bench:1 true; echo $(($(now) - t)) >>"$WORK/plain"
-    t=$(now); dk run --rm --runtime cnibox --net none cnibox-bench:1 true; echo $(($(now) - t)) >>"$WORK/cnibox"
+    stamp t0; dk run --rm --net none cnibox-bench:1 true; stamp t1; echo $((t1 - t0)) >>"$WORK/plain"
+    stamp t0; dk run --rm --runtime cnibox --net none cnibox-bench:1 true; stamp t1; echo $((t1 - t0)) >>"$WORK/cnibox"
 done
 
 # the hook's own ADD+DEL on the same network, for a process in a fresh namespace, each
@@ -84,14 +90,15 @@ nsenter --net="/run/netns/$HOSTNS" unshare -n sleep 600 &
 SLEEPER=$!
 sleep 0.2
 export BIN HOOK_ARGS N WORK PID=$SLEEPER
+say "oci-hook add+del: $N rounds"
 nsenter --net="/run/netns/$HOSTNS" bash -c '
-    now() { echo "${EPOCHREALTIME/./}"; }
     : >"$WORK/hook"
     for i in $(seq "$N"); do
-        t=$(now)
+        t0=${EPOCHREALTIME/./}
         echo "{\"id\":\"bench$i\",\"status\":\"creating\",\"pid\":$PID}" | "$BIN" oci-hook add $HOOK_ARGS 2>/dev/null
         echo "{\"id\":\"bench$i\",\"status\":\"stopped\",\"pid\":0}" | "$BIN" oci-hook del $HOOK_ARGS 2>/dev/null
-        echo $(($(now) - t)) >>"$WORK/hook"
+        t1=${EPOCHREALTIME/./}
+        echo $((t1 - t0)) >>"$WORK/hook"
     done'
 
 # medians, and minimums (less disturbed by a busy machine), for each figure

@@ -20,7 +20,7 @@ masq_rows() {
             "$(ms "${MED[$key,2,$verb]}")" "$(ms $(( ${MED[$key,0,$verb]%.*} - ${MED[$key,2,$verb]%.*} )))"
     done
     # DEL after the namespaces are gone (the runtime deleted them first)
-    make_containers $(( 3 * N )); settle
+    make_containers $(( 3 * N ))
     for ((i = 0; i < N; i++)); do
         for ((j = 0; j < 3; j++)); do ${runners[j]} ADD "g$i-$j" "${CTRS[3*i+j]}" > /dev/null; done
     done
