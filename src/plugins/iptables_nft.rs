@@ -187,7 +187,7 @@ pub fn words(r: &XtRule) -> Vec<String> {
     w
 }
 
-/// Upper-case target extensions, which are not chains to jump to.
+/// Target extensions iptables has (names that are not chains to jump to).
 const TARGET_EXTENSIONS: &[&str] = &[
     "AUDIT",
     "CHECKSUM",
@@ -266,13 +266,8 @@ pub fn rule(spec: &[String]) -> Result<XtRule, String> {
                     "ACCEPT" => Target::Accept,
                     "DROP" => Target::Drop,
                     "RETURN" => Target::Return,
-                    // a chain: target extensions are lower case (`-j log`) or these names
-                    c if !c.is_empty()
-                        && !c.chars().any(|ch| ch.is_ascii_lowercase())
-                        && !TARGET_EXTENSIONS.contains(&c) =>
-                    {
-                        Target::Jump(c.into())
-                    }
+                    // a chain (any name but a target extension's: those are upper case)
+                    c if !c.is_empty() && !TARGET_EXTENSIONS.contains(&c) => Target::Jump(c.into()),
                     t => return Err(unknown(&format!("-j {t}"))),
                 })
             }
@@ -312,7 +307,6 @@ mod tests {
             ("-p tcp -j ACCEPT", "\"-p\""),
             ("-m addrtype --dst-type LOCAL -j ACCEPT", "\"-m addrtype\""),
             ("-j MASQUERADE", "\"-j MASQUERADE\""),
-            ("-j log", "\"-j log\""),
             ("-m conntrack --ctstate DNAT", "\"DNAT\""),
         ] {
             let e = rule(&split_rule(line)).unwrap_err();
