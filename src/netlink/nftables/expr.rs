@@ -219,9 +219,9 @@ impl Expr {
 }
 
 impl Expr {
-    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for the kinds the
-    /// shapes read back (meta loads, payload loads, cmp, immediate, nat, masq); None for
-    /// any other kind, and for a form this layer never builds.
+    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for every kind this
+    /// layer builds except meta sets (a layout is compared with what the kernel holds);
+    /// None for any other kind, and for a form this layer never builds.
     pub(crate) fn decode(name: &str, data: &[u8]) -> Option<Expr> {
         use crate::netlink::netfilter::be32;
         use crate::netlink::wire::find;
@@ -287,6 +287,22 @@ impl Expr {
                 addr: num(NFTA_NAT_REG_ADDR_MIN),
                 port: num(NFTA_NAT_REG_PROTO_MIN),
             },
+            "bitwise" if find(data, NFTA_BITWISE_MASK).is_some() => Expr::Bitwise {
+                sreg: num(NFTA_BITWISE_SREG)?,
+                dreg: num(NFTA_BITWISE_DREG)?,
+                mask: value(NFTA_BITWISE_MASK)?,
+                xor: value(NFTA_BITWISE_XOR)?,
+            },
+            "ct" if find(data, NFTA_CT_DREG).is_some() => Expr::Ct {
+                key: num(NFTA_CT_KEY)?,
+                dreg: num(NFTA_CT_DREG)?,
+            },
+            "fib" => Expr::Fib {
+                flags: num(NFTA_FIB_FLAGS)?,
+                result: num(NFTA_FIB_RESULT)?,
+                dreg: num(NFTA_FIB_DREG)?,
+            },
+            "counter" => Expr::Counter,
             "masq" => Expr::Masq,
             _ => return None,
         })
