@@ -229,10 +229,10 @@ impl Expr {
 }
 
 impl Expr {
-    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for the kinds the
-    /// shapes read back (meta loads, payload loads, cmp, bitwise, immediate, nat, masq,
-    /// counter, compat match); None for any other kind, and for a form this layer never
-    /// builds.
+    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for every kind this
+    /// layer builds except meta sets (a layout is compared with what the kernel holds), and
+    /// nft_compat matches (iptables-nft's rules are read back); None for any other kind,
+    /// and for a form this layer never builds.
     pub(crate) fn decode(name: &str, data: &[u8]) -> Option<Expr> {
         use crate::netlink::netfilter::be32;
         use crate::netlink::wire::find;
@@ -298,15 +298,23 @@ impl Expr {
                 addr: num(NFTA_NAT_REG_ADDR_MIN),
                 port: num(NFTA_NAT_REG_PROTO_MIN),
             },
-            "masq" => Expr::Masq,
-            // the counts are the kernel's; the expression is the same
-            "counter" => Expr::Counter,
-            "bitwise" if num(NFTA_BITWISE_OP).unwrap_or(0) == 0 => Expr::Bitwise {
+            "bitwise" if find(data, NFTA_BITWISE_MASK).is_some() => Expr::Bitwise {
                 sreg: num(NFTA_BITWISE_SREG)?,
                 dreg: num(NFTA_BITWISE_DREG)?,
                 mask: value(NFTA_BITWISE_MASK)?,
                 xor: value(NFTA_BITWISE_XOR)?,
             },
+            "ct" if find(data, NFTA_CT_DREG).is_some() => Expr::Ct {
+                key: num(NFTA_CT_KEY)?,
+                dreg: num(NFTA_CT_DREG)?,
+            },
+            "fib" => Expr::Fib {
+                flags: num(NFTA_FIB_FLAGS)?,
+                result: num(NFTA_FIB_RESULT)?,
+                dreg: num(NFTA_FIB_DREG)?,
+            },
+            "counter" => Expr::Counter,
+            "masq" => Expr::Masq,
             "match" => Expr::Match {
                 name: find(data, NFTA_MATCH_NAME).map(crate::netlink::wire::as_string)?,
                 rev: num(NFTA_MATCH_REV)?,

@@ -96,5 +96,3 @@ pub(crate) const NFT_COMMENT_MAX: usize = 128;
 pub(crate) const NFTA_MATCH_NAME: u16 = 1;
 pub(crate) const NFTA_MATCH_REV: u16 = 2;
 pub(crate) const NFTA_MATCH_INFO: u16 = 3;
-/// NFTA_BITWISE_OP: absent, or NFT_BITWISE_BOOL (0) for the mask-and-xor form.
-pub(crate) const NFTA_BITWISE_OP: u16 = 6;

@@ -119,23 +119,21 @@ pub fn is_builtin(table: &str, chain: &str) -> bool {
     builtin(table, chain).is_some()
 }
 
-/// Reads `table` of `family` (Ip or Ip6): chains and rules, one dump each.
+/// Reads `table` of `family` (Ip or Ip6): one dump of its chains, one of its rules.
 pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
     let chains = nft.chains(family, table)?;
     if chains.is_empty() && !nft.has_table(family, table)? {
         return Ok(XtTable::default());
     }
-    let mut rules = Vec::new();
-    for c in &chains {
-        for r in nft.rules(family, table, &c.name)? {
-            let rule = decode(family, &r.expressions);
-            rules.push(XtRuleInfo {
-                chain: r.chain,
-                handle: r.handle,
-                rule,
-            });
-        }
-    }
+    let rules = nft
+        .table_rules(family, table)?
+        .into_iter()
+        .map(|r| XtRuleInfo {
+            rule: decode(family, &r.expressions),
+            chain: r.chain,
+            handle: r.handle,
+        })
+        .collect();
     Ok(XtTable {
         exists: true,
         chains: chains.iter().map(xt_chain).collect(),
