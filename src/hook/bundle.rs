@@ -41,8 +41,9 @@ pub fn is_process_netns(path: &str) -> bool {
 
 /// Add a createRuntime hook (`<exe> oci-hook add …`) and a poststop hook
 /// (`<exe> oci-hook del …`) unless an identical entry is already there, so wrapping the
-/// same bundle twice does not run the hooks twice.
-pub fn add_hooks(config: &mut Value, exe: &str, hook_args: &[String]) {
+/// same bundle twice does not run the hooks twice. Returns whether the config changed.
+pub fn add_hooks(config: &mut Value, exe: &str, hook_args: &[String]) -> bool {
+    let mut changed = false;
     if !config.is_object() {
         *config = json!({});
     }
@@ -69,8 +70,10 @@ pub fn add_hooks(config: &mut Value, exe: &str, hook_args: &[String]) {
         let list = list.as_array_mut().expect("array");
         if !list.contains(&entry) {
             list.push(entry);
+            changed = true;
         }
     }
+    changed
 }
 
 #[cfg(test)]
@@ -102,8 +105,11 @@ mod tests {
     fn hooks_are_added_once_and_existing_hooks_kept() {
         let mut c = json!({"hooks":{"poststop":[{"path":"/bin/true"}]}});
         let args = vec!["--network".to_string(), "n1".to_string()];
-        add_hooks(&mut c, "/usr/local/bin/cnibox", &args);
-        add_hooks(&mut c, "/usr/local/bin/cnibox", &args);
+        assert!(add_hooks(&mut c, "/usr/local/bin/cnibox", &args));
+        assert!(
+            !add_hooks(&mut c, "/usr/local/bin/cnibox", &args),
+            "nothing left to add"
+        );
         let cr = c["hooks"]["createRuntime"].as_array().unwrap();
         assert_eq!(cr.len(), 1);
         assert_eq!(cr[0]["args"], json!(["cnibox", "oci-hook", "add", "--network", "n1"]));
