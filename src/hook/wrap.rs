@@ -209,13 +209,15 @@ pub fn bundle_dir(sub_args: &[String], cwd: &Path) -> PathBuf {
 /// container, runc and containerd never fsync it, and the two fsyncs cost milliseconds of
 /// every container start on a busy disk.
 pub fn inject(bundle_dir: &Path, exe: &str, hook_args: &[String]) -> Result<(), String> {
-    let mut config = bundle::read_config(bundle_dir)?;
-    if !bundle::add_hooks(&mut config, exe, hook_args) {
-        return Ok(());
-    }
+    let config = bundle::read_bytes(bundle_dir)?;
     let path = bundle_dir.join("config.json");
-    let bytes = serde_json::to_vec(&config).map_err(|e| format!("encode {}: {e}", path.display()))?;
-    crate::util::atomic::write_volatile(&path, &bytes).map_err(|e| format!("write {}: {e}", path.display()))
+    let added = bundle::add_hooks(&config, exe, hook_args).map_err(|e| format!("parse {}: {e}", path.display()))?;
+    match added {
+        None => Ok(()),
+        Some(bytes) => {
+            crate::util::atomic::write_volatile(&path, &bytes).map_err(|e| format!("write {}: {e}", path.display()))
+        }
+    }
 }
 
 /// The `oci-wrap` applet.
