@@ -121,8 +121,9 @@ pub struct Script {
     ops: Vec<Op>,
 }
 
+/// One line of a [`Script`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Op {
+pub enum Op {
     NewChain(String),
     DeleteChain(String),
     InsertFirst(String, Vec<String>),
@@ -137,6 +138,17 @@ impl Script {
 
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+
+    /// The table the script changes.
+    pub fn table(&self) -> &'static str {
+        self.table
+    }
+
+    /// The lines, in order (what [`iptables_nft::apply`](super::iptables_nft::apply)
+    /// turns into one nf_tables transaction).
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
     }
 
     pub fn new_chain(&mut self, chain: &str) {

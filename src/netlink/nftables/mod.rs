@@ -28,19 +28,23 @@
 //!    (`addr`, `ifname`, `l4proto`, `th_dport`, `nat`, `ct_state`, …) into a [`Rule`] and
 //!    pushing it onto the [`Transaction`]. If nft encodes something no matcher covers, add
 //!    the matcher to [`expr`] (with the debug output it reproduces), not to the shape.
-//! 3. Give the shape its readers (rules by comment prefix, chains present) on top of
-//!    [`Nftables::rules`] / [`Nftables::chains`].
+//! 3. Give the shape its fixed part as a [`Layout`] (table, chains, entry rules) and its
+//!    readers (rules by comment prefix) on top of [`Nftables::table_state`] /
+//!    [`Nftables::rules`]. A plugin declares the layout with [`Transaction::declare`],
+//!    which sends only what the kernel lacks (see `layout.rs` for why that matters).
 //! 4. Test it against the kernel in a private namespace and compare with the same rules
 //!    loaded through `nft -f` (`tests/integration/netlink/nftables.rs` has the pattern).
 //!
 //! The plugin then reads as its steps: open the handle, start a transaction, call the
 //! shape's sentences, commit.
 pub mod expr;
+mod layout;
 mod objects;
 pub mod shapes;
 mod wire;
 
 pub use expr::{Expr, Verdict};
+pub use layout::{Layout, TableState};
 pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
@@ -66,11 +70,13 @@ impl Nftables {
     /// and namespace that stays open until the thread ends.
     ///
     /// Why keep it: closing a `NETLINK_NETFILTER` socket waits for the kernel to finish
-    /// releasing the last commit's objects (the nf_tables destroy work, an RCU grace period:
-    /// 3-15 ms). Closed right after a commit, that wait lands on the plugin; left open until
-    /// the process exits, the grace period runs while the plugin does its other work (links,
-    /// addresses, IPAM), so the close at exit finds nothing to wait for. One socket also
-    /// serves every firewall step of the call.
+    /// releasing what the namespace's last commits removed or replaced (the nf_tables
+    /// destroy work, an RCU grace period: 8-24 ms here). A commit that only adds leaves
+    /// nothing to release (see [`Transaction::declare`]); one that deletes rules (DEL,
+    /// GC) always does. Closed right after such a commit, the wait lands on the plugin;
+    /// left open until the process exits, the grace period runs while the plugin does its
+    /// other work (deleting the link), so the close at exit finds little to wait for. One
+    /// socket also serves every firewall step of the call (a chain run in-process).
     pub fn shared() -> Result<std::rc::Rc<Nftables>> {
         use std::os::unix::fs::MetadataExt;
         thread_local! {
@@ -171,10 +177,26 @@ impl Nftables {
     /// The rules of a chain in order, with handles and comments (none when the table or
     /// the chain does not exist).
     pub fn rules(&self, family: Family, table: &str, chain: &str) -> Result<Vec<RuleInfo>> {
-        let a = objects::rule_location(table, chain);
+        Ok(self
+            .dump_rules(family, table, Some(chain))?
+            .into_iter()
+            .filter(|r| r.chain == chain)
+            .collect())
+    }
+
+    /// The rules of every chain of a table, chain by chain (none without the table).
+    pub fn table_rules(&self, family: Family, table: &str) -> Result<Vec<RuleInfo>> {
+        self.dump_rules(family, table, None)
+    }
+
+    fn dump_rules(&self, family: Family, table: &str, chain: Option<&str>) -> Result<Vec<RuleInfo>> {
+        let a = match chain {
+            Some(chain) => objects::rule_location(table, chain),
+            None => objects::table_location(table),
+        };
         let msgs = self.sock.request(
             "list rules",
-            &format!("{family} {table} {chain}"),
+            &format!("{family} {table} {}", chain.unwrap_or("*")),
             msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE),
             NLM_F_DUMP,
             family as u8,
@@ -189,13 +211,13 @@ impl Nftables {
             .iter()
             .filter(|m| m.family == family as u8)
             .filter_map(|m| objects::decode_rule(&m.attrs))
-            .filter(|r| r.chain == chain)
             .collect())
     }
 }
 
 /// Changes to apply together. Each add is "add" in nft's sense: an existing table or chain
-/// is left as it is (with its rules), so a layout can be re-declared by every ADD.
+/// is left as it is (with its rules). Re-adding what exists is correct but not free (see
+/// [`Transaction::declare`]).
 pub struct Transaction {
     batch: Batch,
 }

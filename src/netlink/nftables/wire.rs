@@ -91,3 +91,8 @@ pub(crate) const NF_NAT_RANGE_PROTO_SPECIFIED: u32 = 2;
 pub(crate) const NFTNL_UDATA_COMMENT: u8 = 0;
 /// NFT_USERDATA_MAXLEN bounds the whole userdata; nft caps comments at 128 bytes.
 pub(crate) const NFT_COMMENT_MAX: usize = 128;
+
+// nft_compat (xtables extensions run inside nf_tables, as iptables-nft uses them)
+pub(crate) const NFTA_MATCH_NAME: u16 = 1;
+pub(crate) const NFTA_MATCH_REV: u16 = 2;
+pub(crate) const NFTA_MATCH_INFO: u16 = 3;
