@@ -70,15 +70,17 @@ pub fn read(family: Family, table: &'static str) -> Result<Snapshot, Error> {
 }
 
 /// Applies `script` to the table `snap` was read from, in one transaction (all lines or
-/// none). A `-D` deletes the first rule that reads as its words, as iptables does.
-pub fn apply(snap: &Snapshot, script: &Script) -> Result<(), Error> {
+/// none) that the kernel applies only if nothing was committed since the read: Ok(false)
+/// when it was refused for that (read and plan again). A `-D` deletes the first rule that
+/// reads as its words, as iptables does.
+pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
     if script.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
     let op = || format!("change {} table {}", snap.family.tool(), snap.table);
     let family = nf_family(snap.family);
     let mut tx = Transaction::new();
-    let mut w = shape::Writer::new(family, snap.table, &snap.read);
+    let mut w = shape::Writer::new(&mut tx, family, snap.table, &snap.read);
     let mut deleted = vec![];
     for line in script.ops() {
         match line {
@@ -102,12 +104,43 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<(), Error> {
         }
     }
     let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    nft.commit(tx).map_err(|e| err(op(), e))
+    match nft.commit(tx) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_generation_changed() => Ok(false),
+        Err(e) => Err(err(op(), e)),
+    }
 }
 
-/// One table of the host's iptables, reached the way its `iptables` reaches it: over
-/// netlink on an iptables-nft host, through `iptables-save`/`iptables-restore` on an
-/// iptables-legacy one (see [`over_netlink`](super::iptables::over_netlink)).
+/// How often a change is read and planned again when the ruleset keeps changing under it
+/// (each attempt is a few requests; iptables-nft retries without a bound).
+const ATTEMPTS: usize = 50;
+
+/// Reads `table` of `family`, plans the change on what `iptables-save` would print, and
+/// applies it atomically: on an iptables-nft host one nf_tables transaction, read and
+/// planned again if anything was committed in between; on an iptables-legacy host one
+/// `iptables-restore --noflush` after one `iptables-save`. Returns the script applied.
+pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
+    if !super::iptables::over_netlink(family) {
+        let script = plan(&super::xtables::save(family, table)?);
+        return super::xtables::restore(family, &script).map(|_| script);
+    }
+    for _ in 0..ATTEMPTS {
+        let snap = read(family, table)?;
+        let script = plan(&snap.saved);
+        if apply(&snap, &script)? {
+            return Ok(script);
+        }
+    }
+    Err(err(
+        format!("change {} table {table}", family.tool()),
+        format!("the ruleset changed during each of {ATTEMPTS} attempts"),
+    ))
+}
+
+/// One table of the host's iptables as read the way its `iptables` reads it: over netlink
+/// on an iptables-nft host, with `iptables-save` on an iptables-legacy one (see
+/// [`over_netlink`](super::iptables::over_netlink)). For reading only (CHECK); changes go
+/// through [`change`].
 pub enum HostTable {
     Netlink(Snapshot),
     Process(Family, Table),
@@ -128,15 +161,6 @@ impl HostTable {
         match self {
             HostTable::Netlink(s) => &s.saved,
             HostTable::Process(_, t) => t,
-        }
-    }
-
-    /// Applies `script` atomically: one nf_tables transaction, or one
-    /// `iptables-restore --noflush`. An empty script changes nothing and runs nothing.
-    pub fn apply(&self, script: &Script) -> Result<(), Error> {
-        match self {
-            HostTable::Netlink(s) => apply(s, script),
-            HostTable::Process(family, _) => super::xtables::restore(*family, script),
         }
     }
 }

@@ -117,6 +117,25 @@ impl Nftables {
         self.sock.commit(tx.batch)
     }
 
+    /// The ruleset's generation: it changes with every commit in the namespace (by anyone:
+    /// nft, iptables-nft, another plugin). Read before reading what a change is planned
+    /// on, and given to [`Transaction::only_if_generation`].
+    pub fn generation(&self) -> Result<u32> {
+        let msgs = self.sock.request(
+            "get generation",
+            "nf_tables",
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETGEN),
+            0,
+            0,
+            0,
+            &[],
+        )?;
+        Ok(msgs
+            .iter()
+            .find_map(|m| crate::netlink::wire::find(&m.attrs, NFTA_GEN_ID).and_then(crate::netlink::netfilter::be32))
+            .unwrap_or(0))
+    }
+
     /// Whether the table exists.
     pub fn has_table(&self, family: Family, name: &str) -> Result<bool> {
         let mut a = crate::netlink::netfilter::Attrs::new();
@@ -237,6 +256,16 @@ impl Transaction {
 
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
+    }
+
+    /// Apply the transaction only if the ruleset is still at `generation` (from
+    /// [`Nftables::generation`], read before the state the changes were planned on);
+    /// otherwise nothing is applied and the commit fails with
+    /// [`is_generation_changed`](crate::netlink::Error::is_generation_changed). iptables-nft
+    /// makes its changes the same way, instead of taking a lock.
+    pub fn only_if_generation(&mut self, generation: u32) -> &mut Self {
+        self.batch.only_if_generation(generation);
+        self
     }
 
     pub fn len(&self) -> usize {

@@ -10,6 +10,9 @@ pub(crate) const NFT_MSG_DELCHAIN: u8 = 5;
 pub(crate) const NFT_MSG_NEWRULE: u8 = 6;
 pub(crate) const NFT_MSG_GETRULE: u8 = 7;
 pub(crate) const NFT_MSG_DELRULE: u8 = 8;
+pub(crate) const NFT_MSG_GETGEN: u8 = 16;
+/// NFTA_GEN_ID of NFT_MSG_NEWGEN: the ruleset's generation.
+pub(crate) const NFTA_GEN_ID: u16 = 1;
 
 // NFTA_TABLE_*
 pub(crate) const NFTA_TABLE_NAME: u16 = 1;

@@ -285,3 +285,45 @@ fn without_iptables_installed_the_rules_are_iptables_nfts() {
     call("DEL").success();
     assert!(!state(&env.host).0.iter().any(|l| l.contains("10.88.0.2")));
 }
+
+/// ADDs and DELs while another writer (dockerd's iptables, say) commits all the time: each
+/// of cnibox's changes is planned on a read and refused by the kernel if anything was
+/// committed since, then planned again, so none fails and none applies a stale plan.
+#[test]
+fn changes_planned_on_a_stale_read_are_planned_again() {
+    let env = TestEnv::new();
+    env.host.exec(&["iptables", "-w", "-N", "OTHER"]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let confs: Vec<(String, Value)> = (0..6)
+        .map(|i| {
+            let mut p = prev("1.0.0");
+            p["ips"] = json!([{"address": format!("10.88.0.{}/24", 10 + i), "interface": 2}]);
+            (format!("st{i}"), fw_conf("1.0.0", json!({}), &p))
+        })
+        .collect();
+    std::thread::scope(|s| {
+        let churn = s.spawn(|| {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                env.host.exec(&["iptables", "-w", "-A", "OTHER", "-j", "ACCEPT"]);
+                env.host.exec(&["iptables", "-w", "-D", "OTHER", "-j", "ACCEPT"]);
+                n += 2;
+            }
+            n
+        });
+        for verb in ["ADD", "DEL", "ADD"] {
+            let calls: Vec<_> = confs.iter().map(|(id, c)| s.spawn(|| fw(&env, verb, id, c))).collect();
+            for c in calls {
+                let out = c.join().unwrap();
+                assert!(out.ok(), "{verb}: {out:?}");
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(churn.join().unwrap() > 0);
+    });
+    let v4 = state(&env.host).0;
+    for shared in ["-j CNI-FORWARD", "-j CNI-ADMIN"] {
+        assert_eq!(v4.iter().filter(|l| l.ends_with(shared)).count(), 1, "{shared}: {v4:?}");
+    }
+    assert_eq!(v4.iter().filter(|l| l.ends_with("-j ACCEPT")).count(), 12, "{v4:?}");
+}

@@ -14,8 +14,12 @@
 //!   an administrator's `-P FORWARD DROP`).
 //! * A rule is `-i`, `-o`, `-s`, `-d`, the matches in order, a counter, the verdict; no
 //!   userdata and no NFTA_RULE_COMPAT (that is only for `-p`).
-//! * iptables-nft takes no xtables lock (`-w` is accepted and ignored): concurrent writers
-//!   are serialised by nf_tables itself, each batch being atomic.
+//! * iptables-nft takes no xtables lock (`-w` is accepted and ignored; strace shows no
+//!   `/run/xtables.lock`): it reads the ruleset's generation, plans on what it reads, and
+//!   sends its batch conditional on that generation (NFNL_BATCH_GENID); the kernel refuses
+//!   it with ERESTART if anything was committed in between, and iptables-nft reads again.
+//!   [`Writer`] does the same, so cnibox and iptables-nft (dockerd, the reference plugins)
+//!   never apply a plan made on a stale read.
 //!
 //! Only the options cnibox writes are understood: a rule with anything else (a protocol,
 //! another match, a target extension) reads back as [`XtRule`] `None`, which callers treat
@@ -89,6 +93,8 @@ pub struct XtRuleInfo {
 /// A table of iptables-nft as one read sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct XtTable {
+    /// The ruleset's generation before the read (see [`Writer::new`]).
+    pub generation: u32,
     pub exists: bool,
     /// In the kernel's order (creation order).
     pub chains: Vec<XtChain>,
@@ -121,9 +127,13 @@ pub fn is_builtin(table: &str, chain: &str) -> bool {
 
 /// Reads `table` of `family` (Ip or Ip6): one dump of its chains, one of its rules.
 pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
+    let generation = nft.generation()?;
     let chains = nft.chains(family, table)?;
     if chains.is_empty() && !nft.has_table(family, table)? {
-        return Ok(XtTable::default());
+        return Ok(XtTable {
+            generation,
+            ..XtTable::default()
+        });
     }
     let rules = nft
         .table_rules(family, table)?
@@ -135,6 +145,7 @@ pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
         })
         .collect();
     Ok(XtTable {
+        generation,
         exists: true,
         chains: chains.iter().map(xt_chain).collect(),
         rules,
@@ -149,7 +160,11 @@ fn xt_chain(c: &ChainInfo) -> XtChain {
 }
 
 /// Changes to one iptables-nft table in one transaction, in the order iptables-nft makes
-/// them: the table when missing, a built-in chain right before its first rule.
+/// them: the table when missing, a built-in chain right before its first rule. The
+/// transaction applies only if nothing was committed since the read it was planned on (as
+/// iptables-nft's own batches); otherwise the commit fails with
+/// [`is_generation_changed`](crate::netlink::Error::is_generation_changed) and the caller
+/// reads and plans again.
 pub struct Writer<'a> {
     family: Family,
     table: &'a str,
@@ -158,8 +173,9 @@ pub struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    /// Changes to `table` as `read` found it.
-    pub fn new(family: Family, table: &'a str, read: &XtTable) -> Writer<'a> {
+    /// Changes to `table` as `read` found it, made conditional on `read`'s generation.
+    pub fn new(tx: &mut Transaction, family: Family, table: &'a str, read: &XtTable) -> Writer<'a> {
+        tx.only_if_generation(read.generation);
         Writer {
             family,
             table,
