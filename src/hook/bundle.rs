@@ -23,34 +23,35 @@ pub enum NetnsMode {
     Host,
 }
 
-/// What the hook reads of a bundle's config; every other member is skipped unbuilt.
+/// What the hook reads of a bundle's config; every other member is skipped unbuilt. A
+/// member that is absent or `null` counts as empty, as it did when the hook indexed a
+/// `Value`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct Config {
     #[serde(default)]
-    pub process: Process,
+    process: Option<Process>,
     #[serde(default)]
-    pub linux: Linux,
+    linux: Option<Linux>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct Process {
-    /// `KEY=value` entries.
+struct Process {
     #[serde(default)]
-    pub env: Vec<String>,
+    env: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct Linux {
+struct Linux {
     #[serde(default)]
-    pub namespaces: Vec<Namespace>,
+    namespaces: Option<Vec<Namespace>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct Namespace {
-    #[serde(rename = "type")]
-    pub kind: String,
+struct Namespace {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
     #[serde(default)]
-    pub path: String,
+    path: Option<String>,
 }
 
 impl Config {
@@ -58,11 +59,19 @@ impl Config {
         serde_json::from_slice(bytes)
     }
 
+    /// The container's environment, `KEY=value` entries.
+    pub fn env(&self) -> &[String] {
+        self.process.as_ref().and_then(|p| p.env.as_deref()).unwrap_or(&[])
+    }
+
     pub fn netns_mode(&self) -> NetnsMode {
-        match self.linux.namespaces.iter().find(|n| n.kind == "network") {
+        let namespaces = self.linux.as_ref().and_then(|l| l.namespaces.as_deref()).unwrap_or(&[]);
+        match namespaces.iter().find(|n| n.kind.as_deref() == Some("network")) {
             None => NetnsMode::Host,
-            Some(n) if n.path.is_empty() => NetnsMode::New,
-            Some(n) => NetnsMode::Join(n.path.clone()),
+            Some(n) => match n.path.as_deref() {
+                Some(p) if !p.is_empty() => NetnsMode::Join(p.to_string()),
+                _ => NetnsMode::New,
+            },
         }
     }
 }
@@ -171,8 +180,15 @@ mod tests {
                  "linux":{"namespaces":[{"type":"network","path":"/run/netns/n"}],"maskedPaths":["/proc/kcore"]}}"#,
         )
         .unwrap();
-        assert_eq!(c.process.env, vec!["PATH=/bin", "IPV4=10.0.0.9"]);
+        assert_eq!(c.env(), ["PATH=/bin", "IPV4=10.0.0.9"]);
         assert_eq!(c.netns_mode(), NetnsMode::Join("/run/netns/n".into()));
+        // null members are empty ones, as for a Value
+        let c = Config::parse(br#"{"process":{"env":null},"linux":{"namespaces":[{"type":"network","path":null}]}}"#)
+            .unwrap();
+        assert!(c.env().is_empty());
+        assert_eq!(c.netns_mode(), NetnsMode::New);
+        let c = Config::parse(br#"{"process":null,"linux":null}"#).unwrap();
+        assert_eq!((c.env().len(), c.netns_mode()), (0, NetnsMode::Host));
         assert!(Config::parse(b"{").is_err());
         assert!(
             Config::parse(br#"{"process":{"env":[7]}}"#).is_err(),

@@ -178,7 +178,7 @@ fn bundle_config(state: &State, log: &mut Log) -> Option<bundle::Config> {
 
 /// The container's environment (`KEY=value`), for its settings.
 fn env(config: Option<&bundle::Config>) -> &[String] {
-    config.map_or(&[], |c| &c.process.env)
+    config.map_or(&[], bundle::Config::env)
 }
 
 /// Why the container's network namespace is not this container's to configure, if it is not.
