@@ -1,6 +1,15 @@
 //! The bundle's `config.json`: does the container get a network namespace of its own, and
 //! adding cnibox's hooks to it (for `oci-wrap`).
+//!
+//! Neither side builds the whole document: a container's config is ~10 kB (Docker's has
+//! every mount, capability and masked path), and turning it into a `Value` tree and back
+//! cost a third of a millisecond per pass in the static binary, paid by the wrapper and
+//! by both hooks of every container. The hook reads only the members it needs; the wrapper
+//! parses only `hooks` and keeps every other member as its text.
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// How the container's network namespace is set up by its config.
@@ -14,23 +23,73 @@ pub enum NetnsMode {
     Host,
 }
 
-pub fn read_config(bundle: &Path) -> Result<Value, String> {
-    let path = bundle.join("config.json");
-    let bytes = std::fs::read(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("parse {}: {e}", path.display()))
+/// What the hook reads of a bundle's config; every other member is skipped unbuilt. A
+/// member that is absent or `null` counts as empty, as it did when the hook indexed a
+/// `Value`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Config {
+    #[serde(default)]
+    process: Option<Process>,
+    #[serde(default)]
+    linux: Option<Linux>,
 }
 
-pub fn netns_mode(config: &Value) -> NetnsMode {
-    let entry = config["linux"]["namespaces"]
-        .as_array()
-        .and_then(|list| list.iter().find(|n| n["type"].as_str() == Some("network")));
-    match entry {
-        None => NetnsMode::Host,
-        Some(n) => match n["path"].as_str() {
-            Some(p) if !p.is_empty() => NetnsMode::Join(p.to_string()),
-            _ => NetnsMode::New,
-        },
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct Process {
+    #[serde(default)]
+    env: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct Linux {
+    #[serde(default)]
+    namespaces: Option<Vec<Namespace>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+struct Namespace {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+impl Config {
+    pub fn parse(bytes: &[u8]) -> Result<Config, serde_json::Error> {
+        serde_json::from_slice(bytes)
     }
+
+    /// The container's environment, `KEY=value` entries.
+    pub fn env(&self) -> &[String] {
+        self.process.as_ref().and_then(|p| p.env.as_deref()).unwrap_or(&[])
+    }
+
+    pub fn netns_mode(&self) -> NetnsMode {
+        let namespaces = self.linux.as_ref().and_then(|l| l.namespaces.as_deref()).unwrap_or(&[]);
+        match namespaces.iter().find(|n| n.kind.as_deref() == Some("network")) {
+            None => NetnsMode::Host,
+            Some(n) => match n.path.as_deref() {
+                Some(p) if !p.is_empty() => NetnsMode::Join(p.to_string()),
+                _ => NetnsMode::New,
+            },
+        }
+    }
+}
+
+fn config_path(bundle: &Path) -> std::path::PathBuf {
+    bundle.join("config.json")
+}
+
+/// The raw `<bundle>/config.json`.
+pub fn read_bytes(bundle: &Path) -> Result<Vec<u8>, String> {
+    let path = config_path(bundle);
+    std::fs::read(&path).map_err(|e| format!("read {}: {e}", path.display()))
+}
+
+/// The hook's view of `<bundle>/config.json`.
+pub fn read_config(bundle: &Path) -> Result<Config, String> {
+    let bytes = read_bytes(bundle)?;
+    Config::parse(&bytes).map_err(|e| format!("parse {}: {e}", config_path(bundle).display()))
 }
 
 /// A namespace reached through a process (`/proc/<pid>/ns/net`, what Docker writes for
@@ -39,21 +98,29 @@ pub fn is_process_netns(path: &str) -> bool {
     std::path::Path::new(path).starts_with("/proc")
 }
 
-/// Add a createRuntime hook (`<exe> oci-hook add …`) and a poststop hook
-/// (`<exe> oci-hook del …`) unless an identical entry is already there, so wrapping the
-/// same bundle twice does not run the hooks twice.
-pub fn add_hooks(config: &mut Value, exe: &str, hook_args: &[String]) {
-    if !config.is_object() {
-        *config = json!({});
+/// `config` with a createRuntime hook (`<exe> oci-hook add …`) and a poststop hook
+/// (`<exe> oci-hook del …`) added, unless an identical entry is already there, so wrapping
+/// the same bundle twice does not run the hooks twice: `None` when nothing was missing.
+/// Members other than `hooks` are copied as they are; the config must be a JSON object.
+pub fn add_hooks(config: &[u8], exe: &str, hook_args: &[String]) -> Result<Option<Vec<u8>>, serde_json::Error> {
+    let mut members: BTreeMap<String, Box<RawValue>> = serde_json::from_slice(config)?;
+    let mut hooks = match members.get("hooks") {
+        Some(raw) => serde_json::from_str(raw.get())?,
+        None => json!({}),
+    };
+    if !add_hook_entries(&mut hooks, exe, hook_args) {
+        return Ok(None);
     }
-    let hooks = config
-        .as_object_mut()
-        .expect("object")
-        .entry("hooks")
-        .or_insert_with(|| json!({}));
+    members.insert("hooks".into(), serde_json::value::to_raw_value(&hooks)?);
+    serde_json::to_vec(&members).map(Some)
+}
+
+/// Add cnibox's two entries to a config's `hooks` object; whether anything was added.
+fn add_hook_entries(hooks: &mut Value, exe: &str, hook_args: &[String]) -> bool {
     if !hooks.is_object() {
         *hooks = json!({});
     }
+    let mut changed = false;
     for (kind, phase) in [("createRuntime", "add"), ("poststop", "del")] {
         let mut args = vec!["cnibox".to_string(), "oci-hook".to_string(), phase.to_string()];
         args.extend(hook_args.iter().cloned());
@@ -69,29 +136,36 @@ pub fn add_hooks(config: &mut Value, exe: &str, hook_args: &[String]) {
         let list = list.as_array_mut().expect("array");
         if !list.contains(&entry) {
             list.push(entry);
+            changed = true;
         }
     }
+    changed
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn mode(config: Value) -> NetnsMode {
+        Config::parse(config.to_string().as_bytes()).unwrap().netns_mode()
+    }
+
     #[test]
     fn netns_modes() {
         assert_eq!(
-            netns_mode(&json!({"linux":{"namespaces":[{"type":"pid"},{"type":"network"}]}})),
+            mode(json!({"linux":{"namespaces":[{"type":"pid"},{"type":"network"}]}})),
             NetnsMode::New
         );
         assert_eq!(
-            netns_mode(&json!({"linux":{"namespaces":[{"type":"network","path":"/run/netns/x"}]}})),
+            mode(json!({"linux":{"namespaces":[{"type":"network","path":"/run/netns/x"}]}})),
             NetnsMode::Join("/run/netns/x".into())
         );
         assert_eq!(
-            netns_mode(&json!({"linux":{"namespaces":[{"type":"pid"}]}})),
-            NetnsMode::Host
+            mode(json!({"linux":{"namespaces":[{"type":"network","path":""}]}})),
+            NetnsMode::New
         );
-        assert_eq!(netns_mode(&json!({})), NetnsMode::Host);
+        assert_eq!(mode(json!({"linux":{"namespaces":[{"type":"pid"}]}})), NetnsMode::Host);
+        assert_eq!(mode(json!({})), NetnsMode::Host);
         assert!(is_process_netns("/proc/4242/ns/net"));
         assert!(is_process_netns("/proc/4242/task/4243/ns/net"));
         assert!(!is_process_netns("/run/docker/netns/3f2a9c"));
@@ -99,17 +173,73 @@ mod tests {
     }
 
     #[test]
-    fn hooks_are_added_once_and_existing_hooks_kept() {
-        let mut c = json!({"hooks":{"poststop":[{"path":"/bin/true"}]}});
+    fn the_hook_reads_env_and_namespaces_and_skips_the_rest() {
+        let c = Config::parse(
+            br#"{"ociVersion":"1.0.2","process":{"args":["sh"],"env":["PATH=/bin","IPV4=10.0.0.9"],"cwd":"/"},
+                 "mounts":[{"destination":"/proc","type":"proc"}],"hooks":{"prestart":[{"path":"/x"}]},
+                 "linux":{"namespaces":[{"type":"network","path":"/run/netns/n"}],"maskedPaths":["/proc/kcore"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.env(), ["PATH=/bin", "IPV4=10.0.0.9"]);
+        assert_eq!(c.netns_mode(), NetnsMode::Join("/run/netns/n".into()));
+        // null members are empty ones, as for a Value
+        let c = Config::parse(br#"{"process":{"env":null},"linux":{"namespaces":[{"type":"network","path":null}]}}"#)
+            .unwrap();
+        assert!(c.env().is_empty());
+        assert_eq!(c.netns_mode(), NetnsMode::New);
+        let c = Config::parse(br#"{"process":null,"linux":null}"#).unwrap();
+        assert_eq!((c.env().len(), c.netns_mode()), (0, NetnsMode::Host));
+        assert!(Config::parse(b"{").is_err());
+        assert!(
+            Config::parse(br#"{"process":{"env":[7]}}"#).is_err(),
+            "runc rejects it too"
+        );
+    }
+
+    #[test]
+    fn hooks_are_added_once_and_everything_else_kept() {
+        let config = json!({
+            "ociVersion": "1.0.2-dev",
+            "process": {"env": ["A=1"], "args": ["true"]},
+            "linux": {"namespaces": [{"type": "network"}], "sysctl": {"net.ipv4.ip_forward": "1"}},
+            "hooks": {"poststop": [{"path": "/bin/true"}], "prestart": [{"path": "/proc/1/exe", "args": ["libnetwork-setkey"]}]}
+        });
         let args = vec!["--network".to_string(), "n1".to_string()];
-        add_hooks(&mut c, "/usr/local/bin/cnibox", &args);
-        add_hooks(&mut c, "/usr/local/bin/cnibox", &args);
+        let once = add_hooks(config.to_string().as_bytes(), "/usr/local/bin/cnibox", &args)
+            .unwrap()
+            .expect("hooks added");
+        let c: Value = serde_json::from_slice(&once).unwrap();
         let cr = c["hooks"]["createRuntime"].as_array().unwrap();
         assert_eq!(cr.len(), 1);
+        assert_eq!(cr[0]["path"], "/usr/local/bin/cnibox");
         assert_eq!(cr[0]["args"], json!(["cnibox", "oci-hook", "add", "--network", "n1"]));
         let ps = c["hooks"]["poststop"].as_array().unwrap();
         assert_eq!(ps.len(), 2);
         assert_eq!(ps[0]["path"], "/bin/true");
         assert_eq!(ps[1]["args"][2], "del");
+        assert_eq!(c["hooks"]["prestart"], config["hooks"]["prestart"]);
+        // every other member comes through unchanged
+        let mut rest = c.clone();
+        rest.as_object_mut().unwrap().remove("hooks");
+        let mut want = config.clone();
+        want.as_object_mut().unwrap().remove("hooks");
+        assert_eq!(rest, want);
+        // a second pass finds nothing to add
+        assert_eq!(add_hooks(&once, "/usr/local/bin/cnibox", &args).unwrap(), None);
+        // no hooks member at all
+        let bare = add_hooks(br#"{"ociVersion":"1.0.2"}"#, "/x", &[]).unwrap().unwrap();
+        let bare: Value = serde_json::from_slice(&bare).unwrap();
+        assert_eq!(
+            bare["hooks"]["createRuntime"][0]["args"],
+            json!(["cnibox", "oci-hook", "add"])
+        );
+        assert_eq!(bare["ociVersion"], "1.0.2");
+    }
+
+    #[test]
+    fn a_config_that_is_not_an_object_is_an_error() {
+        for bad in [&b"[]"[..], b"\"x\"", b"{", b"", br#"{"hooks": }"#] {
+            assert!(add_hooks(bad, "/x", &[]).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 }

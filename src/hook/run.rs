@@ -167,13 +167,18 @@ fn networks(args: &HookArgs, settings: &Settings, rt: &Runtime) -> Result<Vec<Ne
 }
 
 /// The bundle's config.json, when the state names a bundle that has one.
-fn bundle_config(state: &State, log: &mut Log) -> Option<Value> {
+fn bundle_config(state: &State, log: &mut Log) -> Option<bundle::Config> {
     if state.bundle.as_os_str().is_empty() {
         return None;
     }
     bundle::read_config(&state.bundle)
         .map_err(|e| log.line(format!("warning: {e}; relying on the namespace check")))
         .ok()
+}
+
+/// The container's environment (`KEY=value`), for its settings.
+fn env(config: Option<&bundle::Config>) -> &[String] {
+    config.map_or(&[], bundle::Config::env)
 }
 
 /// Why the container's network namespace is not this container's to configure, if it is not.
@@ -189,7 +194,7 @@ fn not_ours(mode: Option<&NetnsMode>) -> Option<String> {
 
 fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), Failure> {
     let config = bundle_config(state, log);
-    let mode = config.as_ref().map(bundle::netns_mode);
+    let mode = config.as_ref().map(bundle::Config::netns_mode);
     if let Some(why) = not_ours(mode.as_ref()) {
         log.line(format!("{why}; nothing to do"));
         return Ok(());
@@ -215,7 +220,7 @@ fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
             return Ok(());
         }
     }
-    let settings = Settings::read(&state.annotations, config.as_ref())?;
+    let settings = Settings::read(&state.annotations, env(config.as_ref()))?;
     let lists = networks(args, &settings, rt)?;
     if let Some(first) = lists.first() {
         require_capabilities(first, &settings.capability_args())?;
@@ -350,10 +355,10 @@ fn del(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
     // for a namespace ADD leaves alone: nothing was attached, and the interfaces there are
     // another container's.
     let config = bundle_config(state, log);
-    if not_ours(config.as_ref().map(bundle::netns_mode).as_ref()).is_some() {
+    if not_ours(config.as_ref().map(bundle::Config::netns_mode).as_ref()).is_some() {
         return finish(errors);
     }
-    let settings = Settings::read(&state.annotations, config.as_ref()).unwrap_or_default();
+    let settings = Settings::read(&state.annotations, env(config.as_ref())).unwrap_or_default();
     if let Ok(lists) = networks(args, &settings, rt) {
         for (i, list) in lists.into_iter().enumerate() {
             let ifname = ifname_for(&args.ifname, i);

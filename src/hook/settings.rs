@@ -48,14 +48,8 @@ struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    fn new(annotations: &'a BTreeMap<String, String>, config: Option<&'a Value>) -> Source<'a> {
-        let env = config
-            .and_then(|c| c["process"]["env"].as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .filter_map(|kv| kv.split_once('='))
-            .collect();
+    fn new(annotations: &'a BTreeMap<String, String>, env: &'a [String]) -> Source<'a> {
+        let env = env.iter().filter_map(|kv| kv.split_once('=')).collect();
         Source { annotations, env }
     }
 
@@ -94,9 +88,10 @@ fn cni_arg_value(what: &str, v: &str) -> Result<String, String> {
 }
 
 impl Settings {
-    /// Read and check the settings from the state's annotations and the bundle's config.
-    pub fn read(annotations: &BTreeMap<String, String>, config: Option<&Value>) -> Result<Settings, String> {
-        let src = Source::new(annotations, config);
+    /// Read and check the settings from the state's annotations and the container's
+    /// environment (`process.env` of the bundle's config: `KEY=value` entries).
+    pub fn read(annotations: &BTreeMap<String, String>, env: &[String]) -> Result<Settings, String> {
+        let src = Source::new(annotations, env);
         let mut s = Settings::default();
         if let Some((what, v)) = src.get(Some(NETWORKS_ANNOTATION), NETWORKS_ENV) {
             s.networks = split_list(v);
@@ -161,22 +156,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn env(vars: &[&str]) -> Value {
-        json!({ "process": { "env": vars } })
-    }
-
     fn read(annotations: &[(&str, &str)], vars: &[&str]) -> Result<Settings, String> {
         let a = annotations
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Settings::read(&a, Some(&env(vars)))
+        let env: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
+        Settings::read(&a, &env)
     }
 
     #[test]
     fn nothing_given_is_the_default() {
         assert_eq!(read(&[], &["PATH=/bin", "HOSTNAME=x"]).unwrap(), Settings::default());
-        assert_eq!(Settings::read(&BTreeMap::new(), None).unwrap(), Settings::default());
+        assert_eq!(Settings::read(&BTreeMap::new(), &[]).unwrap(), Settings::default());
     }
 
     #[test]

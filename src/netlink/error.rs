@@ -102,6 +102,12 @@ impl Error {
     pub fn is_unsupported(&self) -> bool {
         matches!(self.kind, ErrorKind::Unsupported { .. })
     }
+
+    /// A conditional nf_tables batch refused because the ruleset changed since it was
+    /// read (ERESTART; see `Transaction::only_if_generation`): read again and retry.
+    pub fn is_generation_changed(&self) -> bool {
+        self.errno == Some(libc::ERESTART)
+    }
 }
 
 impl fmt::Display for Error {

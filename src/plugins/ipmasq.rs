@@ -200,10 +200,10 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     let c = comment(att);
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        let stale = shape::rules(&nft).map_err(failed)?;
+        let now = shape::state(&nft).map_err(failed)?;
         let mut tx = Transaction::new();
-        shape::declare_layout(&mut tx);
-        for (handle, _) in stale.iter().filter(|(_, c)| c.starts_with(&prefix)) {
+        tx.declare(&shape::layout(), &now);
+        for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
             shape::delete(&mut tx, *handle);
         }
         for a in addrs {

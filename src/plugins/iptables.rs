@@ -79,6 +79,21 @@ pub fn tools(v: IpVersion, variant: Variant) -> Option<Tools> {
     (plain == variant).then_some(Tools { save, restore, variant })
 }
 
+/// Whether the iptables rules of `v` are read and written over nf_tables netlink
+/// ([`iptables_nft`](super::iptables_nft)) rather than by running iptables-save/-restore:
+/// when plain `iptables` (what the reference runs) is iptables-nft, whose tables are
+/// nf_tables tables; and when no iptables is installed but nf_tables is there (nothing else
+/// writes those tables then, and an iptables-nft installed later reads them as its own).
+/// An iptables-legacy host keeps the processes: its tables are not reachable over netlink.
+/// No process is run to decide.
+pub fn over_netlink(v: IpVersion) -> bool {
+    match plain_variant(v) {
+        Some((_, Variant::Nft)) => true,
+        Some((_, Variant::Legacy)) => false,
+        None => Nftables::shared().is_ok(),
+    }
+}
+
 /// The tools ADD uses: plain `iptables-restore`'s variant, as the reference runs plain
 /// `iptables`.
 pub fn default_tools(v: IpVersion) -> Option<Tools> {

@@ -30,6 +30,7 @@ pub mod firewall_tools;
 pub mod iface;
 pub mod ipmasq;
 pub mod iptables;
+pub mod iptables_nft;
 pub mod l3;
 pub mod loopback;
 pub mod macvlan;

@@ -62,8 +62,10 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
     let nft = Nftables::shared().map_err(|e| err(op, e))?;
     let mut last = None;
     for _ in 0..ATTEMPTS {
+        let now = shape::state(&nft).map_err(|e| err(op, e))?;
         let mut tx = Transaction::new();
-        for handle in shape::base_rules(&nft, &comment).map_err(|e| err(op, e))? {
+        tx.declare(&shape::layout(), &now);
+        for handle in shape::base_rules_in(&now, &comment) {
             shape::delete_base_rule(&mut tx, handle);
         }
         shape::allow_only(&mut tx, names, host_iface, mac.0);

@@ -7,7 +7,10 @@
 //! of each caller check that what it writes reads back unchanged.
 //!
 //! `iptables-save`/`iptables-restore` are whatever the host's alternatives point at
-//! (iptables-nft or iptables-legacy), as the reference's `iptables` calls are.
+//! (iptables-nft or iptables-legacy), as the reference's `iptables` calls are. Where that
+//! is iptables-nft, callers that go through [`iptables_nft::change`](super::iptables_nft::change)
+//! (the firewall plugin) run neither: the same [`Table`] is read and the same [`Script`]
+//! applied over nf_tables netlink.
 use super::firewall_tools::{err, find_tool, missing_tool, Error};
 use nix::fcntl::{Flock, FlockArg};
 use std::collections::BTreeMap;
@@ -19,7 +22,10 @@ use std::process::{Command, Stdio};
 
 /// Serialises cnibox's read-plan-restore cycles on a host, so two ADDs never both decide a
 /// missing chain must be created (the second restore would fail) or both insert the same
-/// shared rule. (`iptables-restore -w` takes the xtables lock only for its own write.)
+/// shared rule. (`iptables-restore -w` takes the xtables lock only for its own write, and
+/// only iptables-legacy's: iptables-nft takes none, its batches being conditional on the
+/// ruleset's generation, as cnibox's netlink path's are; there the lock only spares
+/// cnibox's own ADDs from refusing each other's plans.)
 const LOCK_PATH: &str = "/run/cnibox/xtables.lock";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,8 +127,9 @@ pub struct Script {
     ops: Vec<Op>,
 }
 
+/// One line of a [`Script`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Op {
+pub enum Op {
     NewChain(String),
     DeleteChain(String),
     InsertFirst(String, Vec<String>),
@@ -137,6 +144,17 @@ impl Script {
 
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+
+    /// The table the script changes.
+    pub fn table(&self) -> &'static str {
+        self.table
+    }
+
+    /// The lines, in order (what [`iptables_nft::apply`](super::iptables_nft::apply)
+    /// turns into one nf_tables transaction).
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
     }
 
     pub fn new_chain(&mut self, chain: &str) {

@@ -33,6 +33,18 @@ pub fn temp_file_of(entry: &str) -> Option<(&str, u32)> {
 /// rename it over `path`, then fsync the directory so the rename itself is durable.
 /// Errors name the file and the step.
 pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
+    replace(path, data, true)
+}
+
+/// [`write`] without the two fsyncs: readers still see the old or the new content, but a
+/// power loss may lose the change. For files that do not outlive a boot anyway (an OCI
+/// bundle's `config.json`, on tmpfs under /run, which runc and containerd never fsync),
+/// where an fsync only costs time: milliseconds each on a busy disk.
+pub fn write_volatile(path: &Path, data: &[u8]) -> io::Result<()> {
+    replace(path, data, false)
+}
+
+fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -67,10 +79,15 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
         }
         .map_err(|e| step("create", e))?;
         f.write_all(data).map_err(|e| step("write", e))?;
-        f.sync_all().map_err(|e| step("fsync", e))?;
+        if durable {
+            f.sync_all().map_err(|e| step("fsync", e))?;
+        }
         drop(f);
         std::fs::rename(&tmp, path)
             .map_err(|e| io::Error::new(e.kind(), format!("rename {} to {}: {e}", tmp.display(), path.display())))?;
+        if !durable {
+            return Ok(());
+        }
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| io::Error::new(e.kind(), format!("fsync directory {}: {e}", dir.display())))
@@ -101,6 +118,17 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("f")]);
+    }
+
+    #[test]
+    fn volatile_write_replaces_whole_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.json");
+        std::fs::write(&p, b"old").unwrap();
+        write_volatile(&p, b"new and longer").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new and longer");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(write_volatile(&dir.path().join("nope/f"), b"x").is_err());
     }
 
     #[test]

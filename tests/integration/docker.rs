@@ -117,9 +117,10 @@ impl Daemon {
         ]
     }
 
-    /// The runtimes, in both documented shapes: the multicall binary with `oci-wrap` and a
-    /// trailing `--`, and the `oci-wrap` symlink without one. `broken` names a runtime that
-    /// does not exist.
+    /// The runtimes, in the documented shapes: the multicall binary with `oci-wrap` and a
+    /// trailing `--`, the `oci-wrap` symlink without one, and the symlink alone with every
+    /// default (which the daemon's mount namespace maps to this test's directories).
+    /// `broken` names a runtime that does not exist.
     fn write_daemon_json(&self) {
         let cnibox = common::cnibox().display().to_string();
         let mut multicall = vec!["oci-wrap".to_string(), "--runtime".into(), RUNC.into()];
@@ -133,6 +134,7 @@ impl Daemon {
             "runtimes": {
                 "cnibox": { "path": cnibox, "runtimeArgs": multicall },
                 "cnibox-applet": { "path": self.env.bin_dir.join("oci-wrap"), "runtimeArgs": applet },
+                "cnibox-defaults": { "path": self.env.bin_dir.join("oci-wrap") },
                 "broken": { "path": cnibox, "runtimeArgs": broken },
             }
         });
@@ -141,13 +143,20 @@ impl Daemon {
 
     fn spawn(&mut self) {
         let p = |leaf: &str| self.path(leaf).display().to_string();
-        let script = "umount /sys/fs/cgroup/unified 2>/dev/null; \
-                      mount -t tmpfs -o mode=0755 cnibox-test-run /run && \
-                      mkdir -p /run/docker/plugins /run/containerd && exec \"$@\"";
+        // the defaults of oci-wrap and the hook show this test's directories, /run is a tmpfs
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/dockerd-mountns.sh");
+        let d = |p: &Path| p.display().to_string();
         let tmp = p("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
         let mut c = self.env.host.command("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c", script, "sh", DOCKERD])
+        c.args(["-m", "--propagation", "private", "sh", script])
+            .args([
+                d(&self.conf_dir),
+                d(&self.env.bin_dir),
+                d(&self.env.cache_dir),
+                p("scratch"),
+            ])
+            .arg(DOCKERD)
             .args(["--data-root", &p("data"), "--exec-root", &p("exec")])
             .args(["--pidfile", &p("dockerd.pid"), "--config-file", &p("daemon.json")])
             .args(["-H", &format!("unix://{}", p("docker.sock"))])
@@ -422,6 +431,13 @@ fn docker_lifecycle_run_stop_start_restart_kill_rm_and_ten_in_parallel() {
 
     // the oci-wrap symlink as the runtime's path, runtimeArgs without a trailing `--`
     let run = ["run", "--rm", "--runtime", "cnibox-applet", "--net", "none", IMAGE];
+    let out = d.ok(&[&run[..], SHOW_ETH0].concat());
+    assert!(inet(&out).is_some_and(|a| a.starts_with("10.71.0.")), "{out}");
+    d.wait_clean();
+
+    // the recommended shape: the symlink alone, no script, every default (runc on PATH,
+    // /etc/cni/net.d, /opt/cni/bin, /var/lib/cni as this daemon sees them)
+    let run = ["run", "--rm", "--runtime", "cnibox-defaults", "--net", "none", IMAGE];
     let out = d.ok(&[&run[..], SHOW_ETH0].concat());
     assert!(inet(&out).is_some_and(|a| a.starts_with("10.71.0.")), "{out}");
     d.wait_clean();

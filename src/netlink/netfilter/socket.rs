@@ -144,7 +144,19 @@ impl NfSocket {
         let res_id = u16::from(batch.subsys);
         let mut out = Vec::new();
         let begin = self.next_seq();
-        put_message(&mut out, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, begin, 0, res_id, &[]);
+        let mut begin_attrs = super::Attrs::new();
+        if let Some(g) = batch.genid {
+            begin_attrs.be32(NFNL_BATCH_GENID, g);
+        }
+        put_message(
+            &mut out,
+            NFNL_MSG_BATCH_BEGIN,
+            NLM_F_REQUEST,
+            begin,
+            0,
+            res_id,
+            begin_attrs.as_bytes(),
+        );
         let mut pending = Vec::with_capacity(batch.messages.len());
         for m in &batch.messages {
             let seq = self.next_seq();
@@ -320,14 +332,27 @@ struct BatchMessage {
 pub struct Batch {
     subsys: u8,
     messages: Vec<BatchMessage>,
+    /// NFNL_BATCH_GENID: the generation the batch was planned against.
+    genid: Option<u32>,
 }
+
+/// NFNL_BATCH_GENID, the batch-begin attribute that makes a batch conditional.
+const NFNL_BATCH_GENID: u16 = 1;
 
 impl Batch {
     pub fn new(subsys: u8) -> Batch {
         Batch {
             subsys,
             messages: Vec::new(),
+            genid: None,
         }
+    }
+
+    /// Refuse the whole batch, with ERESTART and nothing applied, if the subsystem's
+    /// ruleset changed since generation `genid` was read: how iptables-nft makes its
+    /// read-plan-commit atomic without a lock.
+    pub fn only_if_generation(&mut self, genid: u32) {
+        self.genid = Some(genid);
     }
 
     /// Adds a message; `op` and `object` name it in errors ("add rule", "inet t c").

@@ -106,6 +106,10 @@ pub enum Expr {
     Fib { flags: u32, result: u32, dreg: u32 },
     /// Count packets and bytes.
     Counter,
+    /// An xtables match run by the kernel's nft_compat: what iptables-nft sends for an
+    /// extension it has no native translation for (`-m comment`, `-m conntrack`); `info`
+    /// is the extension's struct, padded to 8 bytes (XT_ALIGN) as the kernel checks.
+    Match { name: String, rev: u32, info: Vec<u8> },
 }
 
 impl Expr {
@@ -122,6 +126,7 @@ impl Expr {
             Expr::Ct { .. } => "ct",
             Expr::Fib { .. } => "fib",
             Expr::Counter => "counter",
+            Expr::Match { .. } => "match",
         }
     }
 
@@ -214,14 +219,20 @@ impl Expr {
             Expr::Counter => {
                 a.be64(NFTA_COUNTER_BYTES, 0).be64(NFTA_COUNTER_PACKETS, 0);
             }
+            Expr::Match { name, rev, info } => {
+                a.string(NFTA_MATCH_NAME, name)
+                    .be32(NFTA_MATCH_REV, *rev)
+                    .bytes(NFTA_MATCH_INFO, info);
+            }
         }
     }
 }
 
 impl Expr {
-    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for the kinds the
-    /// shapes read back (meta loads, payload loads, cmp, immediate, nat, masq); None for
-    /// any other kind, and for a form this layer never builds.
+    /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for every kind this
+    /// layer builds except meta sets (a layout is compared with what the kernel holds), and
+    /// nft_compat matches (iptables-nft's rules are read back); None for any other kind,
+    /// and for a form this layer never builds.
     pub(crate) fn decode(name: &str, data: &[u8]) -> Option<Expr> {
         use crate::netlink::netfilter::be32;
         use crate::netlink::wire::find;
@@ -287,7 +298,28 @@ impl Expr {
                 addr: num(NFTA_NAT_REG_ADDR_MIN),
                 port: num(NFTA_NAT_REG_PROTO_MIN),
             },
+            "bitwise" if find(data, NFTA_BITWISE_MASK).is_some() => Expr::Bitwise {
+                sreg: num(NFTA_BITWISE_SREG)?,
+                dreg: num(NFTA_BITWISE_DREG)?,
+                mask: value(NFTA_BITWISE_MASK)?,
+                xor: value(NFTA_BITWISE_XOR)?,
+            },
+            "ct" if find(data, NFTA_CT_DREG).is_some() => Expr::Ct {
+                key: num(NFTA_CT_KEY)?,
+                dreg: num(NFTA_CT_DREG)?,
+            },
+            "fib" => Expr::Fib {
+                flags: num(NFTA_FIB_FLAGS)?,
+                result: num(NFTA_FIB_RESULT)?,
+                dreg: num(NFTA_FIB_DREG)?,
+            },
+            "counter" => Expr::Counter,
             "masq" => Expr::Masq,
+            "match" => Expr::Match {
+                name: find(data, NFTA_MATCH_NAME).map(crate::netlink::wire::as_string)?,
+                rev: num(NFTA_MATCH_REV)?,
+                info: find(data, NFTA_MATCH_INFO)?.to_vec(),
+            },
             _ => return None,
         })
     }
@@ -455,6 +487,138 @@ pub fn nat(kind: NatKind, to: IpAddr, port: Option<u16>) -> Vec<Expr> {
         port: port.map(|_| REG_2),
     });
     out
+}
+
+// ------------------------------------------------------------------ iptables-nft
+//
+// What iptables-nft 1.8.9 sends for the options cnibox writes, read from
+// `nft --debug=netlink list table ip filter` after `iptables-nft -A …` in a scratch
+// namespace. `-s`/`-d` are [`addr`] of the `ip`/`ip6` family (a host address loads all of
+// its bytes, a byte-aligned prefix only its bytes, any other prefix is masked), and the
+// verdict is [`Expr::Verdict`]; the rest differs from nft:
+
+/// `counter`: iptables-nft puts one before every rule's verdict.
+/// ```text
+/// [ counter pkts 0 bytes 0 ]
+/// ```
+pub fn counter() -> Expr {
+    Expr::Counter
+}
+
+/// `-i NAME` / `-o NAME` (`! -o NAME` with [`CmpOp::Neq`]): unlike nft, iptables-nft
+/// compares the name with its NUL only, and `NAME+` (any interface starting with NAME)
+/// without it. For `-i cni0` and `-o cni+`:
+/// ```text
+/// [ meta load iifname => reg 1 ]
+/// [ cmp eq reg 1 0x30696e63 0x00000000 ]      (5 bytes: "cni0\0")
+/// [ meta load oifname => reg 1 ]
+/// [ cmp eq reg 1 0x00696e63 ]                 (3 bytes: "cni")
+/// ```
+pub fn xt_ifname(key: MetaKey, op: CmpOp, name: &str) -> Vec<Expr> {
+    let data = match name.strip_suffix('+') {
+        Some(prefix) => prefix.as_bytes().to_vec(),
+        None => {
+            let mut d = name.as_bytes().to_vec();
+            d.push(0);
+            d
+        }
+    };
+    vec![Expr::Meta { key, dreg: REG_1 }, cmp(op, data)]
+}
+
+/// The interface name of an [`xt_ifname`] comparison's data, `+`-suffixed for a prefix.
+pub fn read_xt_ifname(data: &[u8]) -> Option<String> {
+    let name = match data.split_last() {
+        Some((0, name)) => String::from_utf8(name.to_vec()).ok()?,
+        Some(_) => format!("{}+", String::from_utf8(data.to_vec()).ok()?),
+        None => return None,
+    };
+    (!name.contains('\0')).then_some(name)
+}
+
+/// xt_comment_info: `char comment[XT_MAX_COMMENT_LEN]`.
+const XT_COMMENT_LEN: usize = 256;
+
+/// `-m comment --comment TEXT`: nft_compat's `comment` match (revision 0) with the text
+/// NUL-padded to 256 bytes; nothing goes into the rule's userdata.
+/// ```text
+/// [ match name comment rev 0 ]
+/// ```
+pub fn xt_comment(text: &str) -> Expr {
+    let mut info = text.as_bytes().to_vec();
+    info.truncate(XT_COMMENT_LEN - 1);
+    info.resize(XT_COMMENT_LEN, 0);
+    Expr::Match {
+        name: "comment".into(),
+        rev: 0,
+        info,
+    }
+}
+
+/// The text of an [`xt_comment`] match.
+pub fn read_xt_comment(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Match { name, rev: 0, info } if name == "comment" && info.len() == XT_COMMENT_LEN => {
+            let end = info.iter().position(|b| *b == 0)?;
+            String::from_utf8(info[..end].to_vec()).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The conntrack states of `--ctstate` (XT_CONNTRACK_STATE_*: INVALID is bit 0, the others
+/// are `1 << (ctinfo + 1)`, the same bits as nft's [`ct_state`](mod@ct_state) has for them).
+pub mod xt_ctstate {
+    pub const INVALID: u16 = 1;
+    pub const ESTABLISHED: u16 = 2;
+    pub const RELATED: u16 = 4;
+    pub const NEW: u16 = 8;
+    /// In iptables' order of printing them.
+    pub const NAMES: [(u16, &str); 4] = [
+        (INVALID, "INVALID"),
+        (NEW, "NEW"),
+        (RELATED, "RELATED"),
+        (ESTABLISHED, "ESTABLISHED"),
+    ];
+}
+
+/// struct xt_conntrack_mtinfo3 (164 bytes, XT_ALIGNed to 168): eight 16-byte addresses
+/// and masks, expires min/max, l4proto, four ports, then `match_flags`, `invert_flags`,
+/// `state_mask` (host byte order) and the rest.
+const CONNTRACK_INFO_LEN: usize = 168;
+const CONNTRACK_MATCH_FLAGS: usize = 146;
+const CONNTRACK_STATE_MASK: usize = 150;
+/// XT_CONNTRACK_STATE in match_flags.
+const XT_CONNTRACK_STATE: u16 = 1;
+
+/// `-m conntrack --ctstate S1,S2`: iptables-nft 1.8.9 does not translate it to a native
+/// `ct state` (that is `-m state`); it sends nft_compat's `conntrack` match, revision 3,
+/// whose struct holds only the state flag and mask. For `RELATED,ESTABLISHED`:
+/// ```text
+/// [ match name conntrack rev 3 ]      (match_flags 0x0001 at 146, state_mask 0x0006 at 150)
+/// ```
+/// (`nft list` shows it translated, as `ct state related,established`.)
+pub fn xt_conntrack_state(states: u16) -> Expr {
+    let mut info = vec![0; CONNTRACK_INFO_LEN];
+    info[CONNTRACK_MATCH_FLAGS..CONNTRACK_MATCH_FLAGS + 2].copy_from_slice(&XT_CONNTRACK_STATE.to_ne_bytes());
+    info[CONNTRACK_STATE_MASK..CONNTRACK_STATE_MASK + 2].copy_from_slice(&states.to_ne_bytes());
+    Expr::Match {
+        name: "conntrack".into(),
+        rev: 3,
+        info,
+    }
+}
+
+/// The states of an [`xt_conntrack_state`] match; None for a conntrack match that checks
+/// anything else (an inverted state, addresses, ports, status, expiry).
+pub fn read_xt_conntrack_state(e: &Expr) -> Option<u16> {
+    match e {
+        Expr::Match { name, rev: 3, info } if name == "conntrack" && info.len() == CONNTRACK_INFO_LEN => {
+            let states = u16::from_ne_bytes([info[CONNTRACK_STATE_MASK], info[CONNTRACK_STATE_MASK + 1]]);
+            (xt_conntrack_state(states) == *e).then_some(states)
+        }
+        _ => None,
+    }
 }
 
 fn payload(base: PayloadBase, offset: u32, len: u32) -> Expr {

@@ -28,19 +28,23 @@
 //!    (`addr`, `ifname`, `l4proto`, `th_dport`, `nat`, `ct_state`, …) into a [`Rule`] and
 //!    pushing it onto the [`Transaction`]. If nft encodes something no matcher covers, add
 //!    the matcher to [`expr`] (with the debug output it reproduces), not to the shape.
-//! 3. Give the shape its readers (rules by comment prefix, chains present) on top of
-//!    [`Nftables::rules`] / [`Nftables::chains`].
+//! 3. Give the shape its fixed part as a [`Layout`] (table, chains, entry rules) and its
+//!    readers (rules by comment prefix) on top of [`Nftables::table_state`] /
+//!    [`Nftables::rules`]. A plugin declares the layout with [`Transaction::declare`],
+//!    which sends only what the kernel lacks (see `layout.rs` for why that matters).
 //! 4. Test it against the kernel in a private namespace and compare with the same rules
 //!    loaded through `nft -f` (`tests/integration/netlink/nftables.rs` has the pattern).
 //!
 //! The plugin then reads as its steps: open the handle, start a transaction, call the
 //! shape's sentences, commit.
 pub mod expr;
+mod layout;
 mod objects;
 pub mod shapes;
 mod wire;
 
 pub use expr::{Expr, Verdict};
+pub use layout::{Layout, TableState};
 pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
@@ -66,11 +70,13 @@ impl Nftables {
     /// and namespace that stays open until the thread ends.
     ///
     /// Why keep it: closing a `NETLINK_NETFILTER` socket waits for the kernel to finish
-    /// releasing the last commit's objects (the nf_tables destroy work, an RCU grace period:
-    /// 3-15 ms). Closed right after a commit, that wait lands on the plugin; left open until
-    /// the process exits, the grace period runs while the plugin does its other work (links,
-    /// addresses, IPAM), so the close at exit finds nothing to wait for. One socket also
-    /// serves every firewall step of the call.
+    /// releasing what the namespace's last commits removed or replaced (the nf_tables
+    /// destroy work, an RCU grace period: 8-24 ms here). A commit that only adds leaves
+    /// nothing to release (see [`Transaction::declare`]); one that deletes rules (DEL,
+    /// GC) always does. Closed right after such a commit, the wait lands on the plugin;
+    /// left open until the process exits, the grace period runs while the plugin does its
+    /// other work (deleting the link), so the close at exit finds little to wait for. One
+    /// socket also serves every firewall step of the call (a chain run in-process).
     pub fn shared() -> Result<std::rc::Rc<Nftables>> {
         use std::os::unix::fs::MetadataExt;
         thread_local! {
@@ -109,6 +115,25 @@ impl Nftables {
     /// Applies the transaction atomically: every change, or none.
     pub fn commit(&self, tx: Transaction) -> Result<()> {
         self.sock.commit(tx.batch)
+    }
+
+    /// The ruleset's generation: it changes with every commit in the namespace (by anyone:
+    /// nft, iptables-nft, another plugin). Read before reading what a change is planned
+    /// on, and given to [`Transaction::only_if_generation`].
+    pub fn generation(&self) -> Result<u32> {
+        let msgs = self.sock.request(
+            "get generation",
+            "nf_tables",
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETGEN),
+            0,
+            0,
+            0,
+            &[],
+        )?;
+        Ok(msgs
+            .iter()
+            .find_map(|m| crate::netlink::wire::find(&m.attrs, NFTA_GEN_ID).and_then(crate::netlink::netfilter::be32))
+            .unwrap_or(0))
     }
 
     /// Whether the table exists.
@@ -171,10 +196,26 @@ impl Nftables {
     /// The rules of a chain in order, with handles and comments (none when the table or
     /// the chain does not exist).
     pub fn rules(&self, family: Family, table: &str, chain: &str) -> Result<Vec<RuleInfo>> {
-        let a = objects::rule_location(table, chain);
+        Ok(self
+            .dump_rules(family, table, Some(chain))?
+            .into_iter()
+            .filter(|r| r.chain == chain)
+            .collect())
+    }
+
+    /// The rules of every chain of a table, chain by chain (none without the table).
+    pub fn table_rules(&self, family: Family, table: &str) -> Result<Vec<RuleInfo>> {
+        self.dump_rules(family, table, None)
+    }
+
+    fn dump_rules(&self, family: Family, table: &str, chain: Option<&str>) -> Result<Vec<RuleInfo>> {
+        let a = match chain {
+            Some(chain) => objects::rule_location(table, chain),
+            None => objects::table_location(table),
+        };
         let msgs = self.sock.request(
             "list rules",
-            &format!("{family} {table} {chain}"),
+            &format!("{family} {table} {}", chain.unwrap_or("*")),
             msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE),
             NLM_F_DUMP,
             family as u8,
@@ -189,13 +230,13 @@ impl Nftables {
             .iter()
             .filter(|m| m.family == family as u8)
             .filter_map(|m| objects::decode_rule(&m.attrs))
-            .filter(|r| r.chain == chain)
             .collect())
     }
 }
 
 /// Changes to apply together. Each add is "add" in nft's sense: an existing table or chain
-/// is left as it is (with its rules), so a layout can be re-declared by every ADD.
+/// is left as it is (with its rules). Re-adding what exists is correct but not free (see
+/// [`Transaction::declare`]).
 pub struct Transaction {
     batch: Batch,
 }
@@ -215,6 +256,16 @@ impl Transaction {
 
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
+    }
+
+    /// Apply the transaction only if the ruleset is still at `generation` (from
+    /// [`Nftables::generation`], read before the state the changes were planned on);
+    /// otherwise nothing is applied and the commit fails with
+    /// [`is_generation_changed`](crate::netlink::Error::is_generation_changed). iptables-nft
+    /// makes its changes the same way, instead of taking a lock.
+    pub fn only_if_generation(&mut self, generation: u32) -> &mut Self {
+        self.batch.only_if_generation(generation);
+        self
     }
 
     pub fn len(&self) -> usize {

@@ -224,6 +224,13 @@ pub(crate) fn chain_attrs(c: &Chain) -> Attrs {
     a
 }
 
+/// A rule dump of a whole table.
+pub(crate) fn table_location(table: &str) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_RULE_TABLE, table);
+    a
+}
+
 /// Table and chain of a rule (also what a flush or a rule dump is filtered by).
 pub(crate) fn rule_location(table: &str, chain: &str) -> Attrs {
     let mut a = Attrs::new();

@@ -10,6 +10,9 @@ pub(crate) const NFT_MSG_DELCHAIN: u8 = 5;
 pub(crate) const NFT_MSG_NEWRULE: u8 = 6;
 pub(crate) const NFT_MSG_GETRULE: u8 = 7;
 pub(crate) const NFT_MSG_DELRULE: u8 = 8;
+pub(crate) const NFT_MSG_GETGEN: u8 = 16;
+/// NFTA_GEN_ID of NFT_MSG_NEWGEN: the ruleset's generation.
+pub(crate) const NFTA_GEN_ID: u16 = 1;
 
 // NFTA_TABLE_*
 pub(crate) const NFTA_TABLE_NAME: u16 = 1;
@@ -91,3 +94,8 @@ pub(crate) const NF_NAT_RANGE_PROTO_SPECIFIED: u32 = 2;
 pub(crate) const NFTNL_UDATA_COMMENT: u8 = 0;
 /// NFT_USERDATA_MAXLEN bounds the whole userdata; nft caps comments at 128 bytes.
 pub(crate) const NFT_COMMENT_MAX: usize = 128;
+
+// nft_compat (xtables extensions run inside nf_tables, as iptables-nft uses them)
+pub(crate) const NFTA_MATCH_NAME: u16 = 1;
+pub(crate) const NFTA_MATCH_REV: u16 = 2;
+pub(crate) const NFTA_MATCH_INFO: u16 = 3;

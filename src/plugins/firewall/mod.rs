@@ -4,7 +4,9 @@
 //! interfaces (`ingressPolicy`).
 //!
 //! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
-//!   reference's layout, or [`nftables`], cnibox's table); a non-open ingress policy adds
+//!   reference's layout, written over nf_tables netlink on an iptables-nft host and with
+//!   iptables-save/-restore on an iptables-legacy one, see
+//!   [`iptables_nft`](crate::plugins::iptables_nft); or [`nftables`], cnibox's table); a non-open ingress policy adds
 //!   the bridge's isolation rules; the result is `prevResult`, unchanged. Everything is
 //!   checked before anything changes.
 //! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
@@ -27,6 +29,7 @@ use crate::cni::result::CniResult;
 use crate::cni::version::go_quote;
 use crate::cni::{config as cniconf, Error, Plugin, Request};
 use crate::plugins::ipmasq::Attachment;
+use crate::plugins::iptables_nft::{self, HostTable};
 use crate::plugins::xtables::{self, Family, Script};
 use config::{Backend, Conf, IngressPolicy};
 use std::collections::BTreeSet;
@@ -259,7 +262,9 @@ fn bridge_of(prev: &CniResult, policy: IngressPolicy) -> Result<Option<String>, 
     Ok(Some(name.clone()))
 }
 
-/// One restore per family; a family that fails undoes the families already changed.
+/// One change per family (an nf_tables transaction on an iptables-nft host, an
+/// iptables-restore on an iptables-legacy one); a family that fails undoes the families
+/// already changed.
 fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
     let families = families(setup.addresses);
     if families.is_empty() {
@@ -269,21 +274,21 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
     let mut applied: Vec<(Family, Script)> = vec![];
     for family in families {
         let addresses = of_family(setup.addresses, family);
-        let step = xtables::save(family, iptables::TABLE).and_then(|table| {
-            let script = iptables::plan_add(
-                &table,
+        let step = iptables_nft::change(family, iptables::TABLE, |table| {
+            iptables::plan_add(
+                table,
                 &iptables::Setup {
                     addresses: &addresses,
                     ..*setup
                 },
-            );
-            xtables::restore(family, &script).map(|_| script)
+            )
         });
         match step {
             Ok(script) => applied.push((family, script)),
             Err(e) => {
                 for (family, script) in applied.iter().rev() {
-                    if let Err(u) = xtables::restore(*family, &script.undo()) {
+                    // on a new read: the undo deletes rules the first read did not see
+                    if let Err(u) = iptables_nft::change(*family, iptables::TABLE, |_| script.undo()) {
                         eprintln!("cnibox firewall: undoing {} rules: {u}", family.tool());
                     }
                 }
@@ -310,8 +315,8 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
     let _lock = xtables::lock()?;
     let mut first = None;
     for family in families {
-        let step = xtables::save(family, iptables::TABLE)
-            .and_then(|table| xtables::restore(family, &iptables::plan_del(&table, &of_family(addresses, family))));
+        let doomed = of_family(addresses, family);
+        let step = iptables_nft::change(family, iptables::TABLE, |table| iptables::plan_del(table, &doomed));
         if let Err(e) = step {
             eprintln!("cnibox firewall: DEL: {e}");
             first.get_or_insert(e);
@@ -345,9 +350,9 @@ fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result
 fn iptables_check(setup: &iptables::Setup) -> Result<(), Error> {
     for family in families(setup.addresses) {
         let addresses = of_family(setup.addresses, family);
-        let table = xtables::save(family, iptables::TABLE)?;
+        let table = HostTable::read(family, iptables::TABLE)?;
         iptables::check(
-            &table,
+            table.saved(),
             &iptables::Setup {
                 addresses: &addresses,
                 ..*setup

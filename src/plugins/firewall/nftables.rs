@@ -19,6 +19,7 @@ use crate::netlink::nftables::shapes::firewall as shape;
 use crate::netlink::nftables::{Family, Nftables, Transaction};
 use crate::plugins::ipmasq::{self, Attachment};
 use std::net::IpAddr;
+use std::rc::Rc;
 
 /// What one ADD asks for.
 pub struct Setup<'a> {
@@ -27,8 +28,9 @@ pub struct Setup<'a> {
     pub isolation: Option<(&'a str, IngressPolicy)>,
 }
 
-fn open() -> Result<Nftables, Error> {
-    Nftables::current().map_err(|e| Error::internal(format!("firewall backend nftables: {e}")))
+/// The process's netfilter socket for this namespace (kept open: see [`Nftables::shared`]).
+fn open() -> Result<Rc<Nftables>, Error> {
+    Nftables::shared().map_err(|e| Error::internal(format!("firewall backend nftables: {e}")))
 }
 
 fn bridge_comment(bridge: &str) -> String {
@@ -45,9 +47,10 @@ pub fn add(setup: &Setup) -> Result<Vec<String>, Error> {
     let nft = open()?;
     let comment = ipmasq::comment(setup.attachment);
     let prefix = ipmasq::instance_hash(setup.attachment);
+    let now = shape::state(&nft)?;
     let mut tx = Transaction::new();
-    shape::declare_layout(&mut tx);
-    for (handle, c) in shape::rules(&nft, shape::ACCEPTS)? {
+    tx.declare(&shape::layout(), &now);
+    for (handle, c) in now.commented(shape::ACCEPTS) {
         if c.starts_with(&prefix) {
             shape::delete(&mut tx, shape::ACCEPTS, handle);
         }
@@ -56,13 +59,11 @@ pub fn add(setup: &Setup) -> Result<Vec<String>, Error> {
         shape::accept_container(&mut tx, *ip, &comment);
     }
     if let Some((bridge, policy)) = setup.isolation {
-        let has = |chain: &str, c: &str| -> Result<bool, Error> {
-            Ok(shape::rules(&nft, chain)?.iter().any(|(_, have)| have == c))
-        };
-        if !has(shape::STAGE1, &bridge_comment(bridge))? {
+        let has = |chain: &str, c: &str| now.rules_of(chain).any(|r| r.comment.as_deref() == Some(c));
+        if !has(shape::STAGE1, &bridge_comment(bridge)) {
             shape::isolate_bridge(&mut tx, bridge, &bridge_comment(bridge), &bridge_comment(bridge));
         }
-        if policy == IngressPolicy::Isolated && !has(shape::STAGE1, &within_comment(bridge))? {
+        if policy == IngressPolicy::Isolated && !has(shape::STAGE1, &within_comment(bridge)) {
             shape::isolate_within(&mut tx, bridge, &within_comment(bridge));
         }
     }

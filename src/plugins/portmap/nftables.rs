@@ -111,16 +111,16 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
         ))
     })?;
     let nft = open()?;
-    let list = |chain| shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")));
+    let now = shape::state(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
     let ours = |r: &RuleInfo| r.comment.as_deref() == Some(att.container_id);
-    let have_forwards: Vec<Forward> = list(shape::HOSTPORTS)?
-        .iter()
+    let have_forwards: Vec<Forward> = now
+        .rules_of(shape::HOSTPORTS)
         .filter(|r| ours(r))
         .filter_map(|r| shape::forwarded(family, r))
         .collect();
-    let have_masq = list(shape::MASQUERADING)?;
+    let have_masq: Vec<&RuleInfo> = now.rules_of(shape::MASQUERADING).collect();
     let mut tx = Transaction::new();
-    shape::declare_layout(&mut tx, family, &conditions, conf.snat);
+    tx.declare(&shape::layout(family, &conditions, conf.snat), &now);
     for f in forwards(conf, container) {
         if !have_forwards.contains(&f) {
             shape::forward(&mut tx, family, &f, att.container_id, att.network);

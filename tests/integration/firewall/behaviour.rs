@@ -106,7 +106,7 @@ fn addr_of(result: &Value, v6: bool) -> String {
         .unwrap()
 }
 
-fn fw_conf(version: &str, extra: Value, prev: &Value) -> Value {
+pub(super) fn fw_conf(version: &str, extra: Value, prev: &Value) -> Value {
     let mut c = json!({"cniVersion": version, "name": NET, "type": "firewall"});
     for (k, v) in extra.as_object().unwrap() {
         c[k] = v.clone();
@@ -118,7 +118,7 @@ fn fw_conf(version: &str, extra: Value, prev: &Value) -> Value {
 }
 
 /// The config with the iptables backend's records in the test's temp dir.
-fn confined(env: &TestEnv, conf: &Value) -> Value {
+pub(super) fn confined(env: &TestEnv, conf: &Value) -> Value {
     let mut c = conf.clone();
     if c.get("dataDir").is_none() {
         c["dataDir"] = json!(env.data_dir.join("firewall"));
@@ -126,13 +126,13 @@ fn confined(env: &TestEnv, conf: &Value) -> Value {
     c
 }
 
-fn fw(env: &TestEnv, verb: &str, id: &str, conf: &Value) -> CallOutput {
+pub(super) fn fw(env: &TestEnv, verb: &str, id: &str, conf: &Value) -> CallOutput {
     env.call("firewall")
         .exec(verb, id, "/run/netns/gone", "eth0", &confined(env, conf))
 }
 
 /// `iptables-save -t filter` of the host namespace without comments and counters.
-fn filter_state(host: &Netns, tool: &str) -> Vec<String> {
+pub(super) fn filter_state(host: &Netns, tool: &str) -> Vec<String> {
     host.exec(&[tool, "-t", "filter"])
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -143,7 +143,7 @@ fn filter_state(host: &Netns, tool: &str) -> Vec<String> {
         .collect()
 }
 
-fn state(host: &Netns) -> (Vec<String>, Vec<String>) {
+pub(super) fn state(host: &Netns) -> (Vec<String>, Vec<String>) {
     (
         filter_state(host, "iptables-save"),
         filter_state(host, "ip6tables-save"),
@@ -261,7 +261,7 @@ fn isolated_policy_keeps_containers_of_one_bridge_apart() {
 // ---------------------------------------------------------------------------------------
 // Rule state: the reference's layout, its tests, differential runs.
 
-fn prev(version: &str) -> Value {
+pub(super) fn prev(version: &str) -> Value {
     let v = |n: &str| if version == "0.4.0" { json!(n) } else { Value::Null };
     let mut p = json!({
         "cniVersion": version,
@@ -279,7 +279,7 @@ fn prev(version: &str) -> Value {
     p
 }
 
-const REFERENCE_V4: &[&str] = &[
+pub(super) const REFERENCE_V4: &[&str] = &[
     "*filter",
     ":INPUT ACCEPT",
     ":FORWARD ACCEPT",
@@ -604,14 +604,29 @@ fn bad_inputs_get_the_references_codes_and_messages() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Processes: one iptables-save per family to read, one iptables-restore per family and
-// change, none where there is nothing to read.
+// Processes on an iptables-legacy host (an iptables-nft host starts none: see
+// `iptables_nft::no_process_on_an_iptables_nft_host`): one iptables-save per family to
+// read, one iptables-restore per family and change, none where there is nothing to read.
+
+/// A PATH whose plain iptables-save/-restore are iptables-legacy's, as on a legacy host.
+fn legacy_path(env: &TestEnv) -> String {
+    let dir = env.tmp.path().join("legacy-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    for v in ["iptables", "ip6tables"] {
+        for tool in ["save", "restore"] {
+            std::os::unix::fs::symlink(format!("/usr/sbin/{v}-legacy-{tool}"), dir.join(format!("{v}-{tool}")))
+                .unwrap();
+        }
+    }
+    format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display())
+}
 
 /// The programs a call executed (strace -f), other than the plugin itself.
-fn execs(env: &TestEnv, verb: &str, conf: &Value) -> Vec<String> {
+fn execs(env: &TestEnv, path: &str, verb: &str, conf: &Value) -> Vec<String> {
     let log = env.tmp.path().join(format!("strace-{verb}"));
     let out = env
         .tool("firewall")
+        .env("PATH", path)
         .env("CNI_COMMAND", verb)
         .env("CNI_CONTAINERID", "dummy")
         .env("CNI_NETNS", "/run/netns/gone")
@@ -633,15 +648,16 @@ fn execs(env: &TestEnv, verb: &str, conf: &Value) -> Vec<String> {
 }
 
 #[test]
-fn processes_only_where_something_is_read_or_changed() {
+fn on_an_iptables_legacy_host_processes_only_where_something_is_read_or_changed() {
     if Command::new("strace").arg("-V").output().is_err() {
         panic!("strace is missing: run sh tests/deps.sh");
     }
     let env = TestEnv::new();
+    let path = legacy_path(&env);
     let conf = fw_conf("1.0.0", json!({}), &prev("1.0.0"));
     // nothing was ever set up: DEL finds that out without a process
-    assert!(execs(&env, "DEL", &conf).is_empty());
-    let first = execs(&env, "ADD", &conf);
+    assert!(execs(&env, &path, "DEL", &conf).is_empty());
+    let first = execs(&env, &path, "ADD", &conf);
     assert_eq!(
         first,
         [
@@ -652,23 +668,29 @@ fn processes_only_where_something_is_read_or_changed() {
         ]
         .map(String::from)
     );
+    // the rules are in the legacy tables, none in nf_tables
+    assert_eq!(filter_state(&env.host, "iptables-legacy-save"), REFERENCE_V4);
+    assert!(!state(&env.host).0.iter().any(|l| l.contains("CNI")));
     assert_eq!(
-        execs(&env, "ADD", &conf),
+        execs(&env, &path, "ADD", &conf),
         ["iptables-save", "ip6tables-save"].map(String::from)
     );
     assert_eq!(
-        execs(&env, "CHECK", &conf),
+        execs(&env, &path, "CHECK", &conf),
         ["iptables-save", "ip6tables-save"].map(String::from)
     );
-    assert_eq!(execs(&env, "DEL", &conf).len(), 4);
+    assert_eq!(execs(&env, &path, "DEL", &conf).len(), 4);
+    assert!(!filter_state(&env.host, "iptables-legacy-save")
+        .iter()
+        .any(|l| l.contains("10.88.0.2")));
     assert_eq!(
-        execs(&env, "DEL", &conf),
+        execs(&env, &path, "DEL", &conf),
         ["iptables-save", "ip6tables-save"].map(String::from)
     );
-    assert!(execs(&env, "DEL", &fw_conf("1.0.0", json!({}), &Value::Null)).is_empty());
+    assert!(execs(&env, &path, "DEL", &fw_conf("1.0.0", json!({}), &Value::Null)).is_empty());
     let mut no_ips = prev("1.0.0");
     no_ips["ips"] = json!([]);
-    assert!(execs(&env, "ADD", &fw_conf("1.0.0", json!({}), &no_ips)).is_empty());
+    assert!(execs(&env, &path, "ADD", &fw_conf("1.0.0", json!({}), &no_ips)).is_empty());
 }
 
 #[test]
@@ -1080,7 +1102,8 @@ fn nftables_backend_starts_no_process() {
         &prev("1.0.0"),
     );
     for verb in ["ADD", "ADD", "CHECK", "DEL", "DEL"] {
-        assert!(execs(&env, verb, &conf).is_empty(), "{verb} started a process");
+        let path = "/usr/sbin:/usr/bin:/sbin:/bin";
+        assert!(execs(&env, path, verb, &conf).is_empty(), "{verb} started a process");
     }
 }
 

@@ -31,7 +31,9 @@ use std::net::IpAddr;
 use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, MetaKey, Verdict};
-use super::super::{priority, BaseChain, Chain, ChainType, Family, Hook, Nftables, Policy, Rule, Table, Transaction};
+use super::super::{
+    priority, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, Table, TableState, Transaction,
+};
 use crate::netlink::Result;
 
 pub const FAMILY: Family = Family::Inet;
@@ -46,24 +48,19 @@ const TABLE_COMMENT: &str = "Firewall rules of the CNI firewall plugin (cnibox)"
 /// ct state bits (NF_CT_STATE_BIT): established and related.
 const CT_ESTABLISHED_RELATED: u32 = (1 << 1) | (1 << 2);
 
-/// Declares the table and its chains (existing ones keep their rules) and rewrites
-/// `forward`'s three jumps.
-pub fn declare_layout(tx: &mut Transaction) {
-    tx.add_table(&Table {
-        family: FAMILY,
-        name: TABLE,
-        comment: Some(TABLE_COMMENT),
-    });
-    for name in [ADMIN, ACCEPTS, STAGE1, STAGE2] {
-        tx.add_chain(&Chain {
+/// The table, its chains, and `forward`'s three jumps.
+pub fn layout() -> Layout<'static> {
+    let mut chains: Vec<Chain> = [ADMIN, ACCEPTS, STAGE1, STAGE2]
+        .into_iter()
+        .map(|name| Chain {
             family: FAMILY,
             table: TABLE,
             name,
             base: None,
             comment: None,
-        });
-    }
-    tx.add_chain(&Chain {
+        })
+        .collect();
+    chains.push(Chain {
         family: FAMILY,
         table: TABLE,
         name: FORWARD,
@@ -77,10 +74,24 @@ pub fn declare_layout(tx: &mut Transaction) {
         }),
         comment: None,
     });
-    tx.flush_chain(FAMILY, TABLE, FORWARD);
-    for target in [STAGE1, ADMIN, ACCEPTS] {
-        tx.add_rule(&rule(FORWARD, vec![Expr::Verdict(Verdict::Jump(target.into()))], None));
+    let jumps = [STAGE1, ADMIN, ACCEPTS]
+        .into_iter()
+        .map(|target| rule(FORWARD, vec![Expr::Verdict(Verdict::Jump(target.into()))], None))
+        .collect();
+    Layout {
+        table: Table {
+            family: FAMILY,
+            name: TABLE,
+            comment: Some(TABLE_COMMENT),
+        },
+        chains,
+        entry_rules: vec![(FORWARD, jumps)],
     }
+}
+
+/// The table as it is now (chains and rules).
+pub fn state(nft: &Nftables) -> Result<TableState> {
+    nft.table_state(FAMILY, TABLE)
 }
 
 /// "Let ADDRESS's own connections and their replies through": the two rules of `accepts`.

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, Verdict};
-use super::super::{BaseChain, Chain, ChainType, Family, Hook, Nftables, Rule, Table, Transaction};
+use super::super::{BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, Table, TableState, Transaction};
 use crate::netlink::Result;
 
 pub const FAMILY: Family = Family::Inet;
@@ -17,45 +17,55 @@ pub const CHECKS: &str = "masq_checks";
 const TABLE_COMMENT: &str = "Masquerading for plugins from github.com/containernetworking/plugins";
 const CHECKS_COMMENT: &str = "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet";
 
-/// Declares the table and both chains, and (re)writes `postrouting`'s three rules; other
-/// attachments' rules in `masq_checks` stay.
-pub fn declare_layout(tx: &mut Transaction) {
-    tx.add_table(&Table {
-        family: FAMILY,
-        name: TABLE,
-        comment: Some(TABLE_COMMENT),
-    });
-    tx.add_chain(&Chain {
-        family: FAMILY,
-        table: TABLE,
-        name: CHECKS,
-        base: None,
-        comment: Some(CHECKS_COMMENT),
-    });
-    tx.add_chain(&Chain {
-        family: FAMILY,
-        table: TABLE,
-        name: POSTROUTING,
-        base: Some(BaseChain {
-            kind: ChainType::Nat,
-            hook: Hook::Postrouting,
-            priority: super::super::priority::SRCNAT,
-            policy: None,
-        }),
-        comment: None,
-    });
-    tx.flush_chain(FAMILY, TABLE, POSTROUTING);
+/// The table, both chains, and `postrouting`'s three rules; other attachments' rules in
+/// `masq_checks` are not the layout's.
+pub fn layout() -> Layout<'static> {
+    let mut entry = vec![];
     for multicast in ["224.0.0.0/4", "ff00::/8"] {
         let net: IpNetwork = multicast.parse().expect("constant");
         let mut exprs = expr::addr(FAMILY, AddrField::Daddr, CmpOp::Eq, net);
         exprs.push(Expr::Verdict(Verdict::Return));
-        tx.add_rule(&rule(POSTROUTING, exprs, None));
+        entry.push(rule(POSTROUTING, exprs, None));
     }
-    tx.add_rule(&rule(
+    entry.push(rule(
         POSTROUTING,
         vec![Expr::Verdict(Verdict::Goto(CHECKS.into()))],
         None,
     ));
+    Layout {
+        table: Table {
+            family: FAMILY,
+            name: TABLE,
+            comment: Some(TABLE_COMMENT),
+        },
+        chains: vec![
+            Chain {
+                family: FAMILY,
+                table: TABLE,
+                name: CHECKS,
+                base: None,
+                comment: Some(CHECKS_COMMENT),
+            },
+            Chain {
+                family: FAMILY,
+                table: TABLE,
+                name: POSTROUTING,
+                base: Some(BaseChain {
+                    kind: ChainType::Nat,
+                    hook: Hook::Postrouting,
+                    priority: super::super::priority::SRCNAT,
+                    policy: None,
+                }),
+                comment: None,
+            },
+        ],
+        entry_rules: vec![(POSTROUTING, entry)],
+    }
+}
+
+/// The table as it is now (chains and rules).
+pub fn state(nft: &Nftables) -> Result<TableState> {
+    nft.table_state(FAMILY, TABLE)
 }
 
 /// "Masquerade SOURCE leaving SUBNET, comment C": `ip saddr == SOURCE ip daddr != SUBNET
@@ -75,6 +85,11 @@ pub fn rules(nft: &Nftables) -> Result<Vec<(u64, String)>> {
         .into_iter()
         .filter_map(|r| Some((r.handle, r.comment?)))
         .collect())
+}
+
+/// The same, from a [`state`] read before.
+pub fn rules_in(now: &TableState) -> Vec<(u64, String)> {
+    now.commented(CHECKS)
 }
 
 /// Deletes one rule of `masq_checks` by handle.

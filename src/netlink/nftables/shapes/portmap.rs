@@ -22,7 +22,10 @@ use std::net::IpAddr;
 use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, MetaKey, NatKind, PayloadBase, Verdict, REG_1, REG_2};
-use super::super::{priority, BaseChain, Chain, ChainType, Family, Hook, Nftables, Rule, RuleInfo, Table, Transaction};
+use super::super::{
+    priority, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, RuleInfo, Table, TableState,
+    Transaction,
+};
 use crate::netlink::Result;
 
 pub const TABLE: &str = "cni_hostport";
@@ -188,42 +191,50 @@ fn rule<'a>(family: Family, chain: &'a str, exprs: Vec<Expr>, comment: Option<&'
     }
 }
 
-/// Declares the table and its chains and rewrites the entry rules (prerouting, output,
-/// hostports_all) as every ADD of the reference does; the `masquerading` chain only with
-/// `snat`. Per-container rules stay.
-pub fn declare_layout(tx: &mut Transaction, family: Family, conditions: &Conditions, snat: bool) {
-    tx.add_table(&Table {
-        family,
-        name: TABLE,
-        comment: Some(TABLE_COMMENT),
-    });
-    for name in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
-        tx.add_chain(&chain(family, name, None));
-    }
-    tx.flush_chain(family, TABLE, HOSTPORTS_ALL);
-    for to in [HOSTIP_HOSTPORTS, HOSTPORTS] {
-        tx.add_rule(&rule(
-            family,
-            HOSTPORTS_ALL,
-            vec![Expr::Verdict(Verdict::Jump(to.into()))],
-            None,
-        ));
-    }
+/// The table, its chains and the entry rules (prerouting, output, hostports_all), which
+/// every ADD of the reference rewrites; the `masquerading` chain only with `snat`.
+/// Per-container rules are not the layout's.
+pub fn layout<'a>(family: Family, conditions: &Conditions, snat: bool) -> Layout<'a> {
+    let mut chains: Vec<Chain> = [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL]
+        .into_iter()
+        .map(|name| chain(family, name, None))
+        .collect();
+    let jumps = [HOSTIP_HOSTPORTS, HOSTPORTS]
+        .into_iter()
+        .map(|to| {
+            rule(
+                family,
+                HOSTPORTS_ALL,
+                vec![Expr::Verdict(Verdict::Jump(to.into()))],
+                None,
+            )
+        })
+        .collect();
+    let mut entry_rules = vec![(HOSTPORTS_ALL, jumps)];
     for (name, hook) in [(PREROUTING, Hook::Prerouting), (OUTPUT, Hook::Output)] {
-        tx.add_chain(&chain(family, name, Some((hook, priority::DSTNAT))));
-        tx.flush_chain(family, TABLE, name);
+        chains.push(chain(family, name, Some((hook, priority::DSTNAT))));
         let mut exprs = conditions.0.clone();
         exprs.extend(expr::fib_daddr_local());
         exprs.push(Expr::Verdict(Verdict::Jump(HOSTPORTS_ALL.into())));
-        tx.add_rule(&rule(family, name, exprs, None));
+        entry_rules.push((name, vec![rule(family, name, exprs, None)]));
     }
     if snat {
-        tx.add_chain(&chain(
-            family,
-            MASQUERADING,
-            Some((Hook::Postrouting, priority::SRCNAT)),
-        ));
+        chains.push(chain(family, MASQUERADING, Some((Hook::Postrouting, priority::SRCNAT))));
     }
+    Layout {
+        table: Table {
+            family,
+            name: TABLE,
+            comment: Some(TABLE_COMMENT),
+        },
+        chains,
+        entry_rules,
+    }
+}
+
+/// The family's table as it is now (chains and rules).
+pub fn state(nft: &Nftables, family: Family) -> Result<TableState> {
+    nft.table_state(family, TABLE)
 }
 
 fn forward_exprs(family: Family, f: &Forward) -> Vec<Expr> {

@@ -4,7 +4,9 @@
 //! jumps to the MAC chain, which returns for the container's MAC and drops everything
 //! else. Every rule carries the attachment's comment.
 use super::super::expr::{self, CmpOp, Expr, MetaKey, Verdict};
-use super::super::{BaseChain, Chain, ChainType, Family, Hook, Nftables, Policy, Rule, Table, Transaction};
+use super::super::{
+    BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, Table, TableState, Transaction,
+};
 use crate::netlink::Result;
 
 pub const FAMILY: Family = Family::Bridge;
@@ -19,28 +21,41 @@ pub struct Names<'a> {
     pub comment: &'a str,
 }
 
-/// "Frames entering from HOST_IFACE must carry MAC as source": declares the table and the
-/// base chain, (re)creates the attachment's two chains and writes their rules. Stale
-/// base-chain rules of the attachment must be deleted in the same transaction
-/// ([`base_rules`] finds them).
+/// The table and the base chain (declared with [`Transaction::declare`]); the
+/// attachments' chains and base-chain rules are not the layout's.
+pub fn layout() -> Layout<'static> {
+    Layout {
+        table: Table {
+            family: FAMILY,
+            name: TABLE,
+            comment: None,
+        },
+        chains: vec![Chain {
+            family: FAMILY,
+            table: TABLE,
+            name: BASE_CHAIN,
+            base: Some(BaseChain {
+                kind: ChainType::Filter,
+                hook: Hook::Prerouting,
+                priority: -300,
+                policy: Some(Policy::Accept),
+            }),
+            comment: None,
+        }],
+        entry_rules: vec![],
+    }
+}
+
+/// The table as it is now (chains and rules).
+pub fn state(nft: &Nftables) -> Result<TableState> {
+    nft.table_state(FAMILY, TABLE)
+}
+
+/// "Frames entering from HOST_IFACE must carry MAC as source": (re)creates the
+/// attachment's two chains and writes their rules, after the [`layout`]. Stale base-chain
+/// rules of the attachment must be deleted in the same transaction ([`base_rules_in`]
+/// finds them).
 pub fn allow_only(tx: &mut Transaction, names: Names, host_iface: &str, mac: [u8; 6]) {
-    tx.add_table(&Table {
-        family: FAMILY,
-        name: TABLE,
-        comment: None,
-    });
-    tx.add_chain(&Chain {
-        family: FAMILY,
-        table: TABLE,
-        name: BASE_CHAIN,
-        base: Some(BaseChain {
-            kind: ChainType::Filter,
-            hook: Hook::Prerouting,
-            priority: -300,
-            policy: Some(Policy::Accept),
-        }),
-        comment: None,
-    });
     for chain in [names.iface_chain, names.mac_chain] {
         tx.add_chain(&Chain {
             family: FAMILY,
@@ -71,6 +86,14 @@ pub fn base_rules(nft: &Nftables, comment: &str) -> Result<Vec<u64>> {
         .filter(|r| r.comment.as_deref() == Some(comment))
         .map(|r| r.handle)
         .collect())
+}
+
+/// The same, from a [`state`] read before.
+pub fn base_rules_in(now: &TableState, comment: &str) -> Vec<u64> {
+    now.rules_of(BASE_CHAIN)
+        .filter(|r| r.comment.as_deref() == Some(comment))
+        .map(|r| r.handle)
+        .collect()
 }
 
 /// Deletes a base-chain rule by handle.

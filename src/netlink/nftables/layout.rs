@@ -1,0 +1,108 @@
+//! A table's fixed part (its chains, and the entry rules it owns outright), declared only
+//! where what the kernel holds is missing or differs.
+//!
+//! Why not re-send it on every ADD, as nft's `add` and the reference plugins do: re-adding
+//! a chain that exists and rewriting entry rules that are already right both leave objects
+//! the kernel frees after an RCU grace period, and the release of the netfilter socket (at
+//! the latest the plugin's exit) waits for that work (`nft_rcv_nl_event` flushes the
+//! namespace's nf_tables destroy work). That wait was 8-24 ms on a 2-core VM: more than
+//! all the rest of a bridge ADD with ipMasq. A commit that only adds objects leaves
+//! nothing to wait for. (Deleting a rule always leaves one: DEL cannot avoid the wait,
+//! only overlap it with other work; see [`Nftables::shared`].)
+use super::{Chain, ChainInfo, Family, Nftables, Rule, RuleInfo, Table, Transaction};
+use crate::netlink::Result;
+
+/// What a shape declares: the table, every chain it must have, and the chains whose rules
+/// are the layout's alone (in order), rewritten as a whole when they differ.
+pub struct Layout<'a> {
+    pub table: Table<'a>,
+    pub chains: Vec<Chain<'a>>,
+    pub entry_rules: Vec<(&'a str, Vec<Rule<'a>>)>,
+}
+
+/// A table as the kernel holds it now: its chains and all of its rules (two dumps).
+pub struct TableState {
+    pub chains: Vec<ChainInfo>,
+    pub rules: Vec<RuleInfo>,
+}
+
+impl TableState {
+    pub fn has_chain(&self, name: &str) -> bool {
+        self.chains.iter().any(|c| c.name == name)
+    }
+
+    /// Whether `chain` exists as declared: a base chain on the same hook and priority (and
+    /// policy, where the declaration names one), or a regular chain.
+    fn has_chain_as(&self, chain: &Chain) -> bool {
+        self.chains.iter().any(|c| {
+            c.name == chain.name
+                && match chain.base {
+                    None => c.hook.is_none(),
+                    Some(b) => {
+                        c.hook == Some((b.hook as u32, b.priority)) && b.policy.map_or(true, |p| c.policy == Some(p))
+                    }
+                }
+        })
+    }
+
+    /// The rules of one chain, in order.
+    pub fn rules_of<'s>(&'s self, chain: &'s str) -> impl Iterator<Item = &'s RuleInfo> + 's {
+        self.rules.iter().filter(move |r| r.chain == chain)
+    }
+
+    /// (handle, comment) of every commented rule of `chain`.
+    pub fn commented(&self, chain: &str) -> Vec<(u64, String)> {
+        self.rules_of(chain)
+            .filter_map(|r| Some((r.handle, r.comment.clone()?)))
+            .collect()
+    }
+}
+
+impl Nftables {
+    /// The chains and rules of `table` (nothing when it does not exist).
+    pub fn table_state(&self, family: Family, table: &str) -> Result<TableState> {
+        Ok(TableState {
+            chains: self.chains(family, table)?,
+            rules: self.table_rules(family, table)?,
+        })
+    }
+}
+
+impl Transaction {
+    /// Adds what `layout` has and `now` lacks: the table and chains that are missing, and
+    /// the entry rules of every chain whose rules are not exactly the layout's (after a
+    /// flush of that chain, so two ADDs racing to write them leave one copy). Nothing when
+    /// the layout is in place.
+    pub fn declare(&mut self, layout: &Layout, now: &TableState) -> &mut Self {
+        if now.chains.is_empty() {
+            self.add_table(&layout.table);
+        }
+        // A chain that exists in another form is declared again: the kernel then updates
+        // it or refuses (a regular chain where a base chain belongs: "File exists").
+        for c in layout.chains.iter().filter(|c| !now.has_chain_as(c)) {
+            self.add_chain(c);
+        }
+        for (chain, rules) in &layout.entry_rules {
+            let have: Vec<&RuleInfo> = now.rules_of(chain).collect();
+            let same = have.len() == rules.len() && have.iter().zip(rules).all(|(h, r)| is_rule(h, r));
+            if !same {
+                self.flush_chain(layout.table.family, layout.table.name, chain);
+                for r in rules {
+                    self.add_rule(r);
+                }
+            }
+        }
+        self
+    }
+}
+
+/// Whether a dumped rule is `rule`: the same expressions and comment.
+fn is_rule(have: &RuleInfo, rule: &Rule) -> bool {
+    have.comment.as_deref() == rule.comment
+        && have.expressions.len() == rule.exprs.len()
+        && have
+            .expressions
+            .iter()
+            .zip(&rule.exprs)
+            .all(|(h, e)| h.as_ref() == Some(e))
+}
