@@ -66,7 +66,7 @@ demo:
 # The bench's knobs, given as make arguments (`sudo make bench N=15 BENCH_DOCKER=0`) or in the
 # environment; benches/bench.sh's header and docs/benchmarks.md say more. The defaults take
 # ~2.5 minutes on a quiet 2-core VM:
-#   N=9             rounds per figure of the comparison tables (N=15: the long run, ~4.5 min)
+#   N=9             rounds per figure of the comparison tables (N=15: the long run, ~4 min)
 #   HOST_LOCAL_N=5  host-local steady-state rounds (N when N is given)
 #   DOCKER_N=9      docker run rounds (N when N is given); BENCH_DOCKER=0 skips the Docker rows
 #   GROWTH=250 GROWTH_EDGE=10 WORKERS=10 STORE_SIZE=60000 SETTLE=0.3 SECTIONS="headline ..." KEEP=1

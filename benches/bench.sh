@@ -5,7 +5,8 @@
 # round by round within this run (absolute times on a shared VM are not comparable across runs).
 #
 # usage: sudo benches/bench.sh [path/to/cnibox]
-# knobs (env; the defaults take ~2 minutes on a quiet 2-core VM, `N=15` is the long run):
+# knobs (env, or make arguments: `sudo make bench N=15`; the defaults take ~2.5 minutes with
+# the Docker rows on a quiet 2-core VM, `N=15` is the long run):
 #   N             rounds per figure of the comparison tables and floors (9)
 #   HOST_LOCAL_N  rounds of the host-local steady state (5, or N when N is given: the
 #                 reference takes ~1 s per call on the full store)
@@ -16,6 +17,8 @@
 #   SETTLE        seconds of pause once a deleted namespace's links are gone (0.3)
 #   SECTIONS      sections to run (all: headline peers growth plugins ipmasq breakdown
 #                 host-local resources); KEEP=1 keeps the work directory
+#   (make bench then runs benches/docker.sh: DOCKER_N runs per figure (9, or N when N is
+#   given); BENCH_DOCKER=0 skips it)
 set -euo pipefail
 
 BIN=$(readlink -f "${1:-target/x86_64-unknown-linux-gnu/release/cnibox}")
