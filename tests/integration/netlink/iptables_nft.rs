@@ -177,8 +177,13 @@ fn a_rule_with_more_than_the_shape_reads_is_not_taken_for_one() {
         "ACCEPT",
     ]);
     run(&["iptables", "-w", "-A", "FORWARD", "-j", "LOG"]);
+    // the same expressions as `-s 10.9.0.1/32 -j ACCEPT`, with nft's userdata comment
+    run(&[
+        "nft",
+        "add rule ip filter FORWARD ip saddr 10.9.0.1 counter accept comment \"x\"",
+    ]);
     let read = xtables::read(&nft, Family::Ip, "filter").unwrap();
-    assert_eq!(read.rules.len(), 3);
+    assert_eq!(read.rules.len(), 4);
     assert!(read.rules.iter().all(|r| r.rule.is_none()), "{:?}", read.rules);
     // `iptables -A FORWARD` made the built-in chain, with its policy
     assert!(read.chains.iter().any(|c| c.name == "FORWARD" && c.policy.is_some()));

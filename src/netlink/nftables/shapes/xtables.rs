@@ -139,7 +139,9 @@ pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
         .table_rules(family, table)?
         .into_iter()
         .map(|r| XtRuleInfo {
-            rule: decode(family, &r.expressions),
+            // a userdata comment (nft's `comment "…"`, which iptables-nft lists as
+            // `-m comment`) is more than the expressions say: not a rule written here
+            rule: r.comment.is_none().then(|| decode(family, &r.expressions)).flatten(),
             chain: r.chain,
             handle: r.handle,
         })
