@@ -4,6 +4,7 @@
 //!   namespace to one or more networks, and as a poststop hook to DEL it again.
 //! * `oci-wrap` stands in for the runtime and adds those hooks to each bundle it creates.
 pub mod bundle;
+pub mod members;
 pub mod run;
 pub mod settings;
 pub mod state;
