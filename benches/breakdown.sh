@@ -55,6 +55,7 @@ else
     hello=("$(command -v busybox)" true); hello_name="busybox true (static)"
 fi
 : > "$WORK/hello.t"
+# shellcheck disable=SC2154  # stamp sets t0 and t1 (printf -v)
 for ((i = 0; i < N; i++)); do stamp t0; "${hello[@]}"; stamp t1; echo $((t1 - t0)) >> "$WORK/hello.t"; done
 hello_us=$(median < "$WORK/hello.t")
 trow "floor: fork+exec+exit of $hello_name" "$(ms "$hello_us")" - 1

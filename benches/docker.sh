@@ -102,6 +102,7 @@ for _ in 1 2; do
 done
 for s in "${SERIES[@]}"; do : >"$WORK/${s%%|*}"; done
 say "docker run: $N rounds of ${#SERIES[@]} series"
+# shellcheck disable=SC2154  # stamp sets t0 and t1 (printf -v)
 for _ in $(seq "$N"); do
     for s in "${SERIES[@]}"; do
         stamp t0; run "$s"; stamp t1; echo $((t1 - t0)) >>"$WORK/${s%%|*}"

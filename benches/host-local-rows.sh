@@ -54,6 +54,7 @@ hl_remove_stores() { rm -rf "$WORK/hl"; sync; }
 # hl_measure : the table, from the filled stores (CTRS and the current table are kept: it
 # may run inside another section's series)
 hl_measure() {
+    # shellcheck disable=SC2034  # table and trow read them (bash's dynamic scope)
     local SECTION=host-local TABLE keep=("${CTRS[@]}") impl s v i order left
     table "host-local alone: empty store vs $STORE_SIZE reservations (ms)" "cnibox" "reference" "ratio"
     make_containers 1; HL_NS=${CTRS[0]}  # a container namespace that nothing is attached to
