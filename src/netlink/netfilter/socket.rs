@@ -7,7 +7,7 @@ use neli::socket::NlSocket;
 use neli::utils::Groups;
 
 use super::{NFGENMSG_LEN, NFNETLINK_V0, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END};
-use crate::netlink::handle::{Op, DUMP_ATTEMPTS};
+use crate::netlink::handle::Op;
 use crate::netlink::transport::TransportError;
 use crate::netlink::wire::{NLMSG_DONE, NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST};
 use crate::netlink::{Error, ErrorKind, Result};
@@ -22,6 +22,15 @@ const NLM_F_ACK_TLVS: u16 = 0x200;
 const NLMSGERR_ATTR_MSG: u16 = 1;
 /// Receive buffer: the kernel fills dump datagrams up to 32 KiB.
 const RECV_LEN: usize = 64 * 1024;
+/// How often an nf_tables dump is repeated when a commit interrupted it. Every commit in
+/// the namespace interrupts a dump that spans several datagrams (a chain of a few hundred
+/// rules), and on a busy node other plugins commit all the time: ten parallel DELs on one
+/// network ran out of rtnetlink's five quick attempts. From the fourth attempt on, the
+/// dump waits a little longer each time (0.1 ms more per attempt: about 0.2 s in all)
+/// for a quiet moment.
+const DUMP_ATTEMPTS: usize = 64;
+const QUIET_ATTEMPTS: usize = 3;
+const BACKOFF_STEP: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// One nfnetlink message as received: type `(subsys << 8) | msg`, flags, the nfgenmsg
 /// family, and the attribute bytes after the nfgenmsg header.
@@ -96,7 +105,10 @@ impl NfSocket {
         let op = &Op::new(op, object);
         let is_dump = flags & NLM_F_DUMP == NLM_F_DUMP;
         let flags = flags | NLM_F_REQUEST | if is_dump { 0 } else { NLM_F_ACK };
-        for _ in 0..DUMP_ATTEMPTS {
+        for attempt in 0..DUMP_ATTEMPTS {
+            if attempt >= QUIET_ATTEMPTS {
+                std::thread::sleep(BACKOFF_STEP * attempt as u32);
+            }
             let seq = self.next_seq();
             let mut out = Vec::new();
             put_message(&mut out, kind, flags, seq, family, res_id, attrs);
@@ -141,6 +153,7 @@ impl NfSocket {
         if batch.messages.is_empty() {
             return Ok(());
         }
+        self.fit_acks(batch.messages.len());
         let res_id = u16::from(batch.subsys);
         let mut out = Vec::new();
         let begin = self.next_seq();
@@ -210,6 +223,29 @@ impl NfSocket {
             None => Ok(()),
             Some((Some(i), e)) => Err(batch.messages[i].op.transport(e)),
             Some((None, e)) => Err(batch.ops_summary().transport(e)),
+        }
+    }
+
+    /// Makes room for a batch's ACKs: the kernel queues all of them before the first is
+    /// read, each counted at about 1 KiB, and the default receive buffer (~208 KiB)
+    /// overflows at about 200 messages: the commit then fails with ENOBUFS (a GC deleting
+    /// a few hundred rules). nft sizes its buffer to the batch the same way. Root may
+    /// exceed `rmem_max` (SO_RCVBUFFORCE); otherwise the plain request is capped by it.
+    fn fit_acks(&self, messages: usize) {
+        const PER_ACK: usize = 1024;
+        const DEFAULT_ROOM: usize = 128;
+        if messages <= DEFAULT_ROOM {
+            return;
+        }
+        let size = (messages * PER_ACK).min(64 << 20) as libc::c_int;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.sock);
+        let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+            // SAFETY: a valid socket, and a c_int option value of the size given.
+            let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, (&size as *const libc::c_int).cast(), len) };
+            if r == 0 {
+                return;
+            }
         }
     }
 
