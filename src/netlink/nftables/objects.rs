@@ -129,20 +129,72 @@ pub struct ChainInfo {
     pub policy: Option<Policy>,
 }
 
-/// A rule as dumped: its handle (for deletion), its comment, and its expressions by name
-/// with the jump/goto target if it has one.
+/// A rule as dumped: its handle (for deletion), its comment, the jump/goto target if it
+/// has one, and its expressions (decoded on demand).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleInfo {
     pub chain: String,
     pub handle: u64,
     pub comment: Option<String>,
-    pub exprs: Vec<String>,
-    /// The expressions decoded, one per entry of `exprs`; None where [`Expr::decode`]
-    /// does not read that kind (a shape reading rules back then sees it is not its own).
-    pub expressions: Vec<Option<Expr>>,
     /// cnibox's tag (see [`Transaction::add_rule_tagged`](super::Transaction::add_rule_tagged)).
     pub tag: Option<String>,
     pub verdict: Option<Verdict>,
+    /// NFTA_RULE_EXPRESSIONS as dumped. Decoded only when asked: every ADD dumps its
+    /// table, a few hundred rules on a full node, and decoding every rule's expressions
+    /// was the part of that dump that grew with the node.
+    raw_expressions: Vec<u8>,
+}
+
+impl RuleInfo {
+    /// The expressions decoded, in order; None where [`Expr::decode`] does not read that
+    /// kind (a shape reading rules back then sees the rule is not its own).
+    pub fn expressions(&self) -> Vec<Option<Expr>> {
+        attrs(&self.raw_expressions)
+            .map(|(_, el)| {
+                let name = as_string(find(el, NFTA_EXPR_NAME)?);
+                Expr::decode(&name, find(el, NFTA_EXPR_DATA).unwrap_or(&[]))
+            })
+            .collect()
+    }
+
+    /// The kernel's names of the expressions, in order.
+    pub fn expression_names(&self) -> Vec<String> {
+        attrs(&self.raw_expressions)
+            .filter_map(|(_, el)| find(el, NFTA_EXPR_NAME).map(as_string))
+            .collect()
+    }
+
+    /// A rule of `chain` with these expressions, as a dump would give it (for tests of
+    /// the shapes' readers).
+    pub fn with_expressions(chain: &str, handle: u64, comment: Option<&str>, exprs: &[Expr]) -> RuleInfo {
+        let mut list = Attrs::new();
+        expression_list(&mut list, exprs);
+        RuleInfo {
+            chain: chain.into(),
+            handle,
+            comment: comment.map(String::from),
+            tag: None,
+            verdict: exprs.iter().rev().find_map(|e| match e {
+                Expr::Verdict(v) => Some(v.clone()),
+                _ => None,
+            }),
+            raw_expressions: list.into_bytes(),
+        }
+    }
+}
+
+/// The elements of NFTA_RULE_EXPRESSIONS.
+fn expression_list(list: &mut Attrs, exprs: &[Expr]) {
+    for e in exprs {
+        list.nest(NFTA_LIST_ELEM, |el| {
+            el.string(NFTA_EXPR_NAME, e.name());
+            let mut data = Attrs::new();
+            e.encode(&mut data);
+            if !data.is_empty() {
+                el.bytes(NFTA_EXPR_DATA | crate::netlink::wire::NLA_F_NESTED, data.as_bytes());
+            }
+        });
+    }
 }
 
 /// libnftnl's userdata with one comment TLV (the comment with its NUL, as nft stores it).
@@ -248,18 +300,7 @@ pub(crate) fn rule_attrs_tagged(r: &Rule, position: Option<u64>, tag: Option<&st
     if let Some(p) = position {
         a.be64(NFTA_RULE_POSITION, p);
     }
-    a.nest(NFTA_RULE_EXPRESSIONS, |list| {
-        for e in &r.exprs {
-            list.nest(NFTA_LIST_ELEM, |el| {
-                el.string(NFTA_EXPR_NAME, e.name());
-                let mut data = Attrs::new();
-                e.encode(&mut data);
-                if !data.is_empty() {
-                    el.bytes(NFTA_EXPR_DATA | crate::netlink::wire::NLA_F_NESTED, data.as_bytes());
-                }
-            });
-        }
-    });
+    a.nest(NFTA_RULE_EXPRESSIONS, |list| expression_list(list, &r.exprs));
     if r.comment.is_some() || tag.is_some() {
         a.bytes(NFTA_RULE_USERDATA, &rule_udata(r.comment, tag));
     }
@@ -291,28 +332,24 @@ pub(crate) fn decode_chain(a: &[u8]) -> Option<ChainInfo> {
 }
 
 pub(crate) fn decode_rule(a: &[u8]) -> Option<RuleInfo> {
-    let mut exprs = Vec::new();
-    let mut expressions = Vec::new();
+    let raw = find(a, NFTA_RULE_EXPRESSIONS).unwrap_or(&[]);
     let mut verdict = None;
-    for (_, el) in attrs(find(a, NFTA_RULE_EXPRESSIONS).unwrap_or(&[])) {
-        let name = as_string(find(el, NFTA_EXPR_NAME)?);
-        if name == "immediate" {
+    for (_, el) in attrs(raw) {
+        let name = find(el, NFTA_EXPR_NAME)?;
+        if name.strip_suffix(b"\0").unwrap_or(name) == b"immediate" {
             let data = find(el, NFTA_EXPR_DATA).and_then(|d| find(d, NFTA_IMMEDIATE_DATA));
             if let Some(v) = data.and_then(|d| find(d, NFTA_DATA_VERDICT)) {
                 verdict = decode_verdict(v);
             }
         }
-        expressions.push(Expr::decode(&name, find(el, NFTA_EXPR_DATA).unwrap_or(&[])));
-        exprs.push(name);
     }
     Some(RuleInfo {
         chain: as_string(find(a, NFTA_RULE_CHAIN)?),
         handle: be64(find(a, NFTA_RULE_HANDLE)?)?,
         comment: find(a, NFTA_RULE_USERDATA).and_then(udata_comment),
         tag: find(a, NFTA_RULE_USERDATA).and_then(|u| udata_tlv(u, CNIBOX_UDATA_TAG)),
-        exprs,
-        expressions,
         verdict,
+        raw_expressions: raw.to_vec(),
     })
 }
 

@@ -306,7 +306,10 @@ fn dumps_give_handles_comments_and_verdicts_and_delete_by_handle_works() {
         .unwrap();
     assert_eq!(post.len(), 3);
     assert_eq!(post[2].verdict, Some(Verdict::Goto("masq_checks".into())));
-    assert_eq!(post[0].exprs, ["meta", "cmp", "payload", "bitwise", "cmp", "immediate"]);
+    assert_eq!(
+        post[0].expression_names(),
+        ["meta", "cmp", "payload", "bitwise", "cmp", "immediate"]
+    );
     let chains = nl.chains(Family::Inet, masquerade::TABLE).unwrap();
     let base = chains.iter().find(|c| c.name == "postrouting").unwrap();
     assert_eq!(base.hook, Some((4, 100)));

@@ -286,7 +286,8 @@ pub fn delete(tx: &mut Transaction, family: Family, chain: &str, handle: u64) {
 /// What a rule of `hostports` (or `hostip_hostports`) forwards, read back from its
 /// expressions; None for a rule of any other form.
 pub fn forwarded(family: Family, r: &RuleInfo) -> Option<Forward> {
-    let e: Vec<&Expr> = r.expressions.iter().map(Option::as_ref).collect::<Option<_>>()?;
+    let decoded = r.expressions();
+    let e: Vec<&Expr> = decoded.iter().map(Option::as_ref).collect::<Option<_>>()?;
     let mut i = 0;
     let next = |i: &mut usize| {
         let x = e.get(*i).copied();
@@ -368,7 +369,8 @@ pub fn is_masquerade(family: Family, r: &RuleInfo, source: IpNetwork, container:
         IpNetwork::from(container),
     ));
     want.push(Expr::Masq);
-    r.expressions.len() == want.len() && r.expressions.iter().zip(&want).all(|(a, b)| a.as_ref() == Some(b))
+    let have = r.expressions();
+    have.len() == want.len() && have.iter().zip(&want).all(|(a, b)| a.as_ref() == Some(b))
 }
 
 #[cfg(test)]
@@ -376,15 +378,7 @@ mod tests {
     use super::*;
 
     fn info(exprs: Vec<Expr>) -> RuleInfo {
-        RuleInfo {
-            chain: HOSTPORTS.into(),
-            handle: 1,
-            comment: Some("c".into()),
-            exprs: exprs.iter().map(|e| e.name().to_string()).collect(),
-            expressions: exprs.into_iter().map(Some).collect(),
-            tag: None,
-            verdict: None,
-        }
+        RuleInfo::with_expressions(HOSTPORTS, 1, Some("c"), &exprs)
     }
 
     #[test]

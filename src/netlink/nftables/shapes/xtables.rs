@@ -141,7 +141,7 @@ pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
         .map(|r| XtRuleInfo {
             // a userdata comment (nft's `comment "…"`, which iptables-nft lists as
             // `-m comment`) is more than the expressions say: not a rule written here
-            rule: r.comment.is_none().then(|| decode(family, &r.expressions)).flatten(),
+            rule: r.comment.is_none().then(|| decode(family, &r.expressions())).flatten(),
             chain: r.chain,
             handle: r.handle,
         })
