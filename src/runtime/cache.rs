@@ -155,7 +155,11 @@ impl Cache {
             err,
         })?;
         create_private_dir(&dir)?;
-        atomic::write(&path, &Self::encode(entry)).map_err(|err| CacheError::Io { op: "write", path, err })
+        // Replaced atomically but not fsynced, as libcni writes it (without even the
+        // rename): what it describes (namespaces, veths, rules) does not outlive a boot,
+        // and a DEL without its cache entry still works. Two fsyncs cost every ADD
+        // milliseconds on a busy disk.
+        atomic::write_volatile(&path, &Self::encode(entry)).map_err(|err| CacheError::Io { op: "write", path, err })
     }
 
     pub fn read(&self, key: &Key) -> Cached {

@@ -38,8 +38,9 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
 
 /// [`write`] without the two fsyncs: readers still see the old or the new content, but a
 /// power loss may lose the change. For files that do not outlive a boot anyway (an OCI
-/// bundle's `config.json`, on tmpfs under /run, which runc and containerd never fsync),
-/// where an fsync only costs time: milliseconds each on a busy disk.
+/// bundle's `config.json`, on tmpfs under /run, which runc and containerd never fsync; the
+/// runtime's result cache, which libcni never fsyncs), where an fsync only costs time:
+/// milliseconds each on a busy disk.
 pub fn write_volatile(path: &Path, data: &[u8]) -> io::Result<()> {
     replace(path, data, false)
 }
