@@ -32,8 +32,10 @@ pub struct Config {
 
 impl Config {
     pub fn parse(bytes: &[u8]) -> Result<Config, String> {
+        // the top-level object is scanned once; each member of it is scanned on its own
+        let top = members::parse(bytes).map_err(|e| e.to_string())?;
         let nested = |outer: &str, inner: &str| -> Result<Value, String> {
-            let Some(o) = members::member(bytes, outer).map_err(|e| e.to_string())? else {
+            let Some(o) = top.get(outer).map(|r| &bytes[r]).filter(|v| *v != b"null") else {
                 return Ok(Value::Null);
             };
             match members::member(o, inner).map_err(|e| format!("{outer}: {e}"))? {

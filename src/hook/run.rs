@@ -398,4 +398,25 @@ mod tests {
         assert_eq!(ifname_for("net9", 1), "net10");
         assert_eq!(ifname_for("veth", 1), "veth1");
     }
+
+    #[test]
+    fn a_requested_address_or_mac_needs_a_plugin_that_takes_it() {
+        let list = crate::runtime::conflist::NetworkList::from_bytes(
+            br#"{"cniVersion":"1.0.0","name":"n","plugins":[
+                {"type":"bridge","ipam":{"type":"host-local","subnet":"10.1.0.0/24"}},
+                {"type":"tuning","capabilities":{"mac":true}}]}"#,
+        )
+        .unwrap();
+        let caps = |json: &str| serde_json::from_str::<Map<String, Value>>(json).unwrap();
+        assert_eq!(
+            require_capabilities(&list, &caps(r#"{"mac":"0a:58:0a:01:00:09"}"#)),
+            Ok(())
+        );
+        assert_eq!(require_capabilities(&list, &caps("{}")), Ok(()));
+        assert_eq!(
+            require_capabilities(&list, &caps(r#"{"ips":["10.1.0.9/24"]}"#)).unwrap_err(),
+            "network \"n\" has no plugin with the \"ips\" capability (\"capabilities\": {\"ips\": true}): \
+             the requested ips cannot be applied"
+        );
+    }
 }

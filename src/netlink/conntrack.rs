@@ -11,7 +11,6 @@ use super::netfilter::{msg_type, Attrs, NfSocket, NFNL_SUBSYS_CTNETLINK};
 use super::types::Family;
 use super::wire::{self, NLA_F_NESTED, NLM_F_DUMP};
 use super::Result;
-use crate::netns::Netns;
 use std::net::IpAddr;
 
 const IPCTNL_MSG_CT_NEW: u8 = 0;
@@ -28,10 +27,8 @@ const CTA_IP_V6_DST: u16 = 4;
 const CTA_PROTO_NUM: u16 = 1;
 const CTA_PROTO_DST_PORT: u16 = 3;
 
-/// IP protocol numbers.
-pub const PROTO_TCP: u8 = 6;
+/// UDP's IP protocol number (the one whose stale entries portmap removes).
 pub const PROTO_UDP: u8 = 17;
-pub const PROTO_SCTP: u8 = 132;
 
 /// One tracked connection, as far as the filters need it: the original direction's
 /// protocol, destination address and port.
@@ -57,13 +54,6 @@ impl Conntrack {
     pub fn current() -> Result<Conntrack> {
         Ok(Conntrack {
             sock: NfSocket::current()?,
-        })
-    }
-
-    /// Conntrack of `netns`.
-    pub fn open(netns: &Netns) -> Result<Conntrack> {
-        Ok(Conntrack {
-            sock: NfSocket::open(netns)?,
         })
     }
 

@@ -17,14 +17,7 @@ use std::path::PathBuf;
 use super::firewall_tools::{err, find_tool, missing_tool, Error};
 use super::xtables::Family as IpVersion;
 use crate::netlink::nftables::shapes::xtables;
-use crate::netlink::nftables::{Family, Nftables};
-
-fn nf_family(v: IpVersion) -> Family {
-    match v {
-        IpVersion::V4 => Family::Ip,
-        IpVersion::V6 => Family::Ip6,
-    }
-}
+use crate::netlink::nftables::Nftables;
 
 fn legacy_names(v: IpVersion) -> &'static str {
     match v {
@@ -124,7 +117,7 @@ pub fn chain_locations_in(v: IpVersion, table: &str, chain: &str) -> Result<Vec<
     let mut found = Vec::new();
     match Nftables::shared() {
         Ok(nft) => {
-            if xtables::has_chain(&nft, nf_family(v), table, chain).map_err(|e| err(op(), e))? {
+            if xtables::has_chain(&nft, v.nf_family(), table, chain).map_err(|e| err(op(), e))? {
                 found.push(Variant::Nft);
             }
         }

@@ -20,14 +20,7 @@ use super::firewall_tools::{err, Error};
 use super::xtables::{Family, Op, Script, Table};
 use crate::netlink::nftables::expr::xt_ctstate;
 use crate::netlink::nftables::shapes::xtables::{self as shape, Cond, Target, XtMatch, XtRule, XtTable};
-use crate::netlink::nftables::{self, Nftables, Policy, Transaction};
-
-fn nf_family(f: Family) -> nftables::Family {
-    match f {
-        Family::V4 => nftables::Family::Ip,
-        Family::V6 => nftables::Family::Ip6,
-    }
-}
+use crate::netlink::nftables::{Nftables, Policy, Transaction};
 
 /// One table of one family as read, in both forms: words for planning, handles for
 /// deleting.
@@ -43,7 +36,7 @@ pub struct Snapshot {
 pub fn read(family: Family, table: &'static str) -> Result<Snapshot, Error> {
     let op = || format!("read {} table {table}", family.tool());
     let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    let read = shape::read(&nft, nf_family(family), table).map_err(|e| err(op(), e))?;
+    let read = shape::read(&nft, family.nf_family(), table).map_err(|e| err(op(), e))?;
     let mut saved = Table::default();
     for c in &read.chains {
         let policy = match c.policy {
@@ -78,7 +71,7 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
         return Ok(true);
     }
     let op = || format!("change {} table {}", snap.family.tool(), snap.table);
-    let family = nf_family(snap.family);
+    let family = snap.family.nf_family();
     let mut tx = Transaction::new();
     let mut w = shape::Writer::new(&mut tx, family, snap.table, &snap.read);
     let mut deleted = vec![];

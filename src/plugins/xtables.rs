@@ -35,6 +35,14 @@ pub enum Family {
 }
 
 impl Family {
+    /// The nf_tables family iptables-nft keeps this version's tables in.
+    pub fn nf_family(self) -> crate::netlink::nftables::Family {
+        match self {
+            Family::V4 => crate::netlink::nftables::Family::Ip,
+            Family::V6 => crate::netlink::nftables::Family::Ip6,
+        }
+    }
+
     pub fn of(ip: IpAddr) -> Family {
         if ip.is_ipv4() {
             Family::V4
@@ -144,11 +152,6 @@ impl Script {
 
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
-    }
-
-    /// The table the script changes.
-    pub fn table(&self) -> &'static str {
-        self.table
     }
 
     /// The lines, in order (what [`iptables_nft::apply`](super::iptables_nft::apply)

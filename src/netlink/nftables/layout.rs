@@ -52,10 +52,17 @@ impl TableState {
 
     /// (handle, comment) of every commented rule of `chain`.
     pub fn commented(&self, chain: &str) -> Vec<(u64, String)> {
-        self.rules_of(chain)
-            .filter_map(|r| Some((r.handle, r.comment.clone()?)))
-            .collect()
+        commented(self.rules_of(chain))
     }
+}
+
+/// (handle, comment) of every commented rule among `rules`: how shapes find an
+/// attachment's rules.
+pub fn commented<'r>(rules: impl IntoIterator<Item = &'r RuleInfo>) -> Vec<(u64, String)> {
+    rules
+        .into_iter()
+        .filter_map(|r| Some((r.handle, r.comment.clone()?)))
+        .collect()
 }
 
 impl Nftables {

@@ -44,7 +44,7 @@ pub mod shapes;
 mod wire;
 
 pub use expr::{Expr, Verdict};
-pub use layout::{Layout, TableState};
+pub use layout::{commented, Layout, TableState};
 pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};

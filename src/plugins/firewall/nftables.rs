@@ -117,13 +117,14 @@ fn delete_where(nft: &Nftables, doomed: impl Fn(&str) -> bool) -> Result<(), Err
 pub fn check(setup: &Setup) -> Result<(), Error> {
     let nft = open()?;
     let missing = |what: String| Error::internal(format!("expected {what} in inet {} not found", shape::TABLE));
-    if !shape::layout_present(&nft)? {
+    let now = shape::state(&nft)?;
+    if !shape::layout_present(&now) {
         return Err(missing(format!("the jumps of chain {}", shape::FORWARD)));
     }
     let comment = ipmasq::comment(setup.attachment);
-    let ours = shape::rules(&nft, shape::ACCEPTS)?
-        .iter()
-        .filter(|(_, c)| *c == comment)
+    let ours = now
+        .rules_of(shape::ACCEPTS)
+        .filter(|r| r.comment.as_deref() == Some(comment.as_str()))
         .count();
     if ours != 2 * setup.addresses.len() {
         return Err(missing(format!(
@@ -133,11 +134,9 @@ pub fn check(setup: &Setup) -> Result<(), Error> {
         )));
     }
     if let Some((bridge, policy)) = setup.isolation {
-        let stage1 = shape::rules(&nft, shape::STAGE1)?;
-        let stage2 = shape::rules(&nft, shape::STAGE2)?;
-        let has = |rules: &[(u64, String)], c: &str| rules.iter().any(|(_, have)| have == c);
-        let within_ok = policy != IngressPolicy::Isolated || has(&stage1, &within_comment(bridge));
-        if !has(&stage1, &bridge_comment(bridge)) || !has(&stage2, &bridge_comment(bridge)) || !within_ok {
+        let has = |chain: &str, c: &str| now.rules_of(chain).any(|r| r.comment.as_deref() == Some(c));
+        let within_ok = policy != IngressPolicy::Isolated || has(shape::STAGE1, &within_comment(bridge));
+        if !has(shape::STAGE1, &bridge_comment(bridge)) || !has(shape::STAGE2, &bridge_comment(bridge)) || !within_ok {
             return Err(missing(format!(
                 "isolation rules of bridge {bridge} (ingressPolicy: {})",
                 policy.name()

@@ -84,7 +84,7 @@ fn masq_rule(bit: u32) -> String {
 }
 
 fn host_prefix(ip: IpAddr) -> String {
-    format!("{ip}/{}", if ip.is_ipv4() { 32 } else { 128 })
+    format!("{ip}/{}", Family::of(ip).host_prefix())
 }
 
 /// `ip:port`, brackets for IPv6.

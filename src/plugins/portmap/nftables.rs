@@ -75,25 +75,25 @@ pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
     };
     let family = shape::family(v6);
     let mut out = vec![];
-    for chain in [shape::HOSTPORTS, shape::HOSTIP_HOSTPORTS] {
-        for r in shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")))? {
-            let Some(f) = shape::forwarded(family, &r) else {
-                continue;
-            };
-            let Some(protocol) = super::config::Protocol::from_number(f.host.protocol) else {
-                continue;
-            };
-            out.push(Claim {
-                protocol,
-                host_port: f.host.port,
-                dest: f.host.dest,
-                owner: match &r.comment {
-                    Some(id) => format!("container {id}"),
-                    None => format!("an uncommented rule in {family} {} {chain}", shape::TABLE),
-                },
-                container_id: r.comment,
-            });
-        }
+    let rules = shape::container_rules(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
+    // forwards are in hostports, and in hostip_hostports where older versions put them
+    for r in rules.into_iter().filter(|r| r.chain != shape::MASQUERADING) {
+        let Some(f) = shape::forwarded(family, &r) else {
+            continue;
+        };
+        let Some(protocol) = super::config::Protocol::from_number(f.host.protocol) else {
+            continue;
+        };
+        out.push(Claim {
+            protocol,
+            host_port: f.host.port,
+            dest: f.host.dest,
+            owner: match &r.comment {
+                Some(id) => format!("container {id}"),
+                None => format!("an uncommented rule in {family} {} {}", shape::TABLE, r.chain),
+            },
+            container_id: r.comment,
+        });
     }
     Ok(out)
 }
@@ -182,14 +182,10 @@ fn delete_where(doomed: impl Fn(&RuleInfo) -> bool) -> Result<(), Error> {
     };
     for family in [Family::Ip, Family::Ip6] {
         let mut tx = Transaction::new();
-        for chain in shape::CONTAINER_CHAINS {
-            let rules = shape::rules(&nft, family, chain)
-                .map_err(|e| Error::internal(format!("could not list rules in table {}: {e}", shape::TABLE)))?;
-            for r in rules {
-                if doomed(&r) {
-                    shape::delete(&mut tx, family, chain, r.handle);
-                }
-            }
+        let rules = shape::container_rules(&nft, family)
+            .map_err(|e| Error::internal(format!("could not list rules in table {}: {e}", shape::TABLE)))?;
+        for r in rules.iter().filter(|r| doomed(r)) {
+            shape::delete(&mut tx, family, &r.chain, r.handle);
         }
         nft.commit(tx)
             .map_err(|e| Error::internal(format!("error deleting nftables rules: {e}")))?;

@@ -32,7 +32,8 @@ use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, MetaKey, Verdict};
 use super::super::{
-    priority, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, Table, TableState, Transaction,
+    commented, priority, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, Table, TableState,
+    Transaction,
 };
 use crate::netlink::Result;
 
@@ -130,24 +131,19 @@ pub fn isolate_within(tx: &mut Transaction, bridge: &str, comment: &str) {
 /// (handle, comment) of every commented rule of one of the table's chains; none without
 /// the table.
 pub fn rules(nft: &Nftables, chain: &str) -> Result<Vec<(u64, String)>> {
-    Ok(nft
-        .rules(FAMILY, TABLE, chain)?
-        .into_iter()
-        .filter_map(|r| Some((r.handle, r.comment?)))
-        .collect())
+    Ok(commented(&nft.rules(FAMILY, TABLE, chain)?))
 }
 
 /// The three jumps of `forward` are in place (what CHECK asks before the rules).
-pub fn layout_present(nft: &Nftables) -> Result<bool> {
-    let jumps: Vec<_> = nft
-        .rules(FAMILY, TABLE, FORWARD)?
-        .into_iter()
-        .filter_map(|r| match r.verdict {
-            Some(Verdict::Jump(t)) => Some(t),
+pub fn layout_present(now: &TableState) -> bool {
+    let jumps: Vec<&str> = now
+        .rules_of(FORWARD)
+        .filter_map(|r| match &r.verdict {
+            Some(Verdict::Jump(t)) => Some(t.as_str()),
             _ => None,
         })
         .collect();
-    Ok(jumps == [STAGE1, ADMIN, ACCEPTS])
+    jumps == [STAGE1, ADMIN, ACCEPTS]
 }
 
 /// Deletes one rule of one of the table's chains by handle.

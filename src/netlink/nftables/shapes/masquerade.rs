@@ -7,7 +7,9 @@ use std::net::IpAddr;
 use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, Verdict};
-use super::super::{BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, Table, TableState, Transaction};
+use super::super::{
+    commented, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, Table, TableState, Transaction,
+};
 use crate::netlink::Result;
 
 pub const FAMILY: Family = Family::Inet;
@@ -80,11 +82,7 @@ pub fn masquerade(tx: &mut Transaction, source: IpAddr, subnet: IpNetwork, comme
 
 /// (handle, comment) of every commented rule in `masq_checks`; none without the table.
 pub fn rules(nft: &Nftables) -> Result<Vec<(u64, String)>> {
-    Ok(nft
-        .rules(FAMILY, TABLE, CHECKS)?
-        .into_iter()
-        .filter_map(|r| Some((r.handle, r.comment?)))
-        .collect())
+    Ok(commented(&nft.rules(FAMILY, TABLE, CHECKS)?))
 }
 
 /// The same, from a [`state`] read before.

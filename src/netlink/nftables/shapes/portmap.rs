@@ -278,6 +278,14 @@ pub fn rules(nft: &Nftables, family: Family, chain: &str) -> Result<Vec<RuleInfo
     nft.rules(family, TABLE, chain)
 }
 
+/// The rules of the per-container chains ([`CONTAINER_CHAINS`]), from one dump of the
+/// table (none without it).
+pub fn container_rules(nft: &Nftables, family: Family) -> Result<Vec<RuleInfo>> {
+    let mut rules = nft.table_rules(family, TABLE)?;
+    rules.retain(|r| CONTAINER_CHAINS.contains(&r.chain.as_str()));
+    Ok(rules)
+}
+
 /// Deletes one rule by handle.
 pub fn delete(tx: &mut Transaction, family: Family, chain: &str, handle: u64) {
     tx.delete_rule(family, TABLE, chain, handle);

@@ -5,7 +5,8 @@
 //! else. Every rule carries the attachment's comment.
 use super::super::expr::{self, CmpOp, Expr, MetaKey, Verdict};
 use super::super::{
-    BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, Table, TableState, Transaction,
+    commented, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Policy, Rule, RuleInfo, Table, TableState,
+    Transaction,
 };
 use crate::netlink::Result;
 
@@ -80,19 +81,19 @@ pub fn allow_only(tx: &mut Transaction, names: Names, host_iface: &str, mac: [u8
 
 /// Handles of the base-chain rules carrying `comment`.
 pub fn base_rules(nft: &Nftables, comment: &str) -> Result<Vec<u64>> {
-    Ok(nft
-        .rules(FAMILY, TABLE, BASE_CHAIN)?
-        .into_iter()
-        .filter(|r| r.comment.as_deref() == Some(comment))
-        .map(|r| r.handle)
-        .collect())
+    Ok(handles_with(&nft.rules(FAMILY, TABLE, BASE_CHAIN)?, comment))
 }
 
 /// The same, from a [`state`] read before.
 pub fn base_rules_in(now: &TableState, comment: &str) -> Vec<u64> {
-    now.rules_of(BASE_CHAIN)
-        .filter(|r| r.comment.as_deref() == Some(comment))
-        .map(|r| r.handle)
+    handles_with(now.rules_of(BASE_CHAIN), comment)
+}
+
+fn handles_with<'r>(rules: impl IntoIterator<Item = &'r RuleInfo>, comment: &str) -> Vec<u64> {
+    commented(rules)
+        .into_iter()
+        .filter(|(_, c)| c == comment)
+        .map(|(h, _)| h)
         .collect()
 }
 

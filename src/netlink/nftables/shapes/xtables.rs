@@ -119,12 +119,6 @@ fn builtin(table: &str, chain: &str) -> Option<(ChainType, Hook, i32)> {
     Some((kind, hook, priority))
 }
 
-/// Whether `chain` is a built-in chain of `table` (created on first use by
-/// [`Writer::put_rule`]).
-pub fn is_builtin(table: &str, chain: &str) -> bool {
-    builtin(table, chain).is_some()
-}
-
 /// Reads `table` of `family` (Ip or Ip6): one dump of its chains, one of its rules.
 pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
     let generation = nft.generation()?;
