@@ -98,9 +98,16 @@ pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
     Ok(out)
 }
 
+/// Whether `r` is one of the attachment's rules: commented with its container and tagged
+/// with its network, or untagged (the reference's: they name the container alone). A
+/// container on two networks has rules with the same comment on each.
+fn is_attachments(r: &RuleInfo, att: &Attachment) -> bool {
+    r.comment.as_deref() == Some(att.container_id) && r.tag.as_deref().map_or(true, |t| t == att.network)
+}
+
 /// Set up forwarding to `container` (one family) in one transaction. Rules this
-/// attachment already has are kept, not repeated (an ADD may be repeated, and the same
-/// container on a second network forwards the same ports: its rules carry the same comment).
+/// attachment already has are kept, not repeated (an ADD may be repeated); the same
+/// container's rules for another network are that attachment's, not these.
 pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
     let v6 = container.is_ipv6();
     let family = shape::family(v6);
@@ -112,7 +119,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
     })?;
     let nft = open()?;
     let now = shape::state(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
-    let ours = |r: &RuleInfo| r.comment.as_deref() == Some(att.container_id);
+    let ours = |r: &RuleInfo| is_attachments(r, &att);
     let have_forwards: Vec<Forward> = now
         .rules_of(shape::HOSTPORTS)
         .filter(|r| ours(r))
@@ -143,7 +150,7 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
     let family = shape::family(container.is_ipv6());
     let nft = open()?;
     let list = |chain| shape::rules(&nft, family, chain).map_err(|e| Error::internal(format!("nftables: {e}")));
-    let ours = |r: &&RuleInfo| r.comment.as_deref() == Some(att.container_id);
+    let ours = |r: &&RuleInfo| is_attachments(r, &att);
     let hostports = list(shape::HOSTPORTS)?;
     let have: Vec<Forward> = hostports
         .iter()
@@ -195,7 +202,7 @@ fn delete_where(doomed: impl Fn(&RuleInfo) -> bool) -> Result<(), Error> {
 
 /// Remove the attachment's rules from both families (idempotent); the reference's too.
 pub fn teardown(att: Attachment) -> Result<(), Error> {
-    delete_where(|r| r.comment.as_deref() == Some(att.container_id))
+    delete_where(|r| is_attachments(r, &att))
 }
 
 /// Remove the rules of `network`'s containers not in `valid`. The reference's rules name

@@ -165,6 +165,30 @@ fn two_containers_on_different_host_ports() {
     });
 }
 
+/// Regression: the nftables backend's DEL (and an ADD's rollback) removed every rule
+/// commented with the container ID, so DEL of a container's attachment to one network
+/// also took the forwards of its attachment to another.
+#[test]
+fn del_on_one_network_keeps_the_same_containers_forwards_on_another() {
+    each_backend(|b| {
+        let node = Node::new();
+        let (a, prev) = node.container("ctr-a", false);
+        let _server = Server::start(&a, 80, "ctr-a");
+        let one = pm_conf(Some(b), json!([tcp(8080, 80)]), &prev, json!({}));
+        let mut two = pm_conf(Some(b), json!([tcp(8082, 80)]), &prev, json!({}));
+        two["name"] = json!("othernet");
+        node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &one).success();
+        node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &two).success();
+        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &one).success();
+        assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None);
+        assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8082)).as_deref(), Some("ctr-a"));
+        node.pm(Side::Cnibox, "CHECK", "ctr-a", a.path_str(), &two).success();
+        node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &two).success();
+        assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8082)), None);
+        assert_no_rules(&node, "ctr-a");
+    });
+}
+
 #[test]
 fn a_host_port_mapped_by_another_attachment_is_an_error() {
     each_backend(|b| {
