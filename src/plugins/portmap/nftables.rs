@@ -88,9 +88,10 @@ pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
             protocol,
             host_port: f.host.port,
             dest: f.host.dest,
-            owner: match &r.comment {
-                Some(id) => format!("container {id}"),
-                None => format!("an uncommented rule in {family} {} {}", shape::TABLE, r.chain),
+            owner: match (&r.comment, &r.tag) {
+                (Some(id), Some(net)) => format!("container {id} of network {net}"),
+                (Some(id), None) => format!("container {id}"),
+                (None, _) => format!("an uncommented rule in {family} {} {}", shape::TABLE, r.chain),
             },
             container_id: r.comment,
         });

@@ -202,7 +202,7 @@ fn a_host_port_mapped_by_another_attachment_is_an_error() {
         let cb = pm_conf(Some(b), json!([udp(8080, 80), tcp(8080, 81)]), &prev_b, json!({}));
         let msg = node.pm(Side::Cnibox, "ADD", "ctr-b", bns.path_str(), &cb).failure(999);
         assert!(msg.starts_with("host port 8080/tcp is already mapped by "), "{msg}");
-        assert!(msg.contains("ctr-a"), "{msg}");
+        assert!(msg.contains(&format!("container ctr-a of network {NET}")), "{msg}");
         assert_eq!(
             (node.ipt_nat(), node.nft_tables()),
             before,
