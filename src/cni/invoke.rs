@@ -11,7 +11,7 @@
 //! signal is worded as Go words it (its own table, not the C library's).
 use super::error::{code, go_errno_text};
 use super::version::{go_list, go_quote};
-use super::{CniResult, Error, Plugin};
+use super::{AppletLookup, CniResult, Error, Plugin};
 use serde_json::Value;
 use std::fmt;
 use std::io::{Seek, SeekFrom, Write};
@@ -160,8 +160,15 @@ pub fn exec(path: &Path, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, Exec
 /// Run one of this binary's own plugin applets in-process, as `exec` would run it as a
 /// process: the same entry point gets the invocation's variables (the rest of our
 /// environment as a child would inherit it) and `stdin`, and its stdout, stderr and exit
-/// code are read exactly as those of a child. No fork, no exec.
-pub fn run_in_process(plugin: &dyn Plugin, stdin: &[u8], inv: &Invocation) -> Result<Vec<u8>, ExecError> {
+/// code are read exactly as those of a child. No fork, no exec. `applets` is the table the
+/// exec'd applet's own entry point would have: without it, the plugin's IPAM delegation
+/// (bridge → host-local) would exec the very process start this function saves.
+pub fn run_in_process(
+    plugin: &dyn Plugin,
+    applets: AppletLookup,
+    stdin: &[u8],
+    inv: &Invocation,
+) -> Result<Vec<u8>, ExecError> {
     let getenv = |key: &str| -> Option<String> {
         let own = match key {
             "CNI_COMMAND" => Some(inv.command),
@@ -179,7 +186,7 @@ pub fn run_in_process(plugin: &dyn Plugin, stdin: &[u8], inv: &Invocation) -> Re
     };
     let mut input = stdin;
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let code = super::plugin::run_with(plugin, &getenv, &mut input, &mut stdout, &mut stderr);
+    let code = super::plugin::run_with(plugin, Some(applets), &getenv, &mut input, &mut stdout, &mut stderr);
     if code == 0 {
         forward_stderr(&stderr);
         return Ok(stdout);

@@ -152,16 +152,18 @@ pub fn run(plugin: &dyn Plugin, applets: AppletLookup) -> i32 {
 
 /// The entry point with its inputs and outputs passed in (testable without a process).
 /// Prints the result (ADD), the VERSION reply, or an error object on `stdout`; returns the
-/// exit code (0, or 1 for an error as Go plugins do). Without an applet table, every
-/// delegate is exec'd.
+/// exit code (0, or 1 for an error as Go plugins do). `applets` is handed to the plugin as
+/// [`run`] hands it, so its delegations to this binary's applets run in-process; without an
+/// applet table, every delegate is exec'd.
 pub fn run_with(
     plugin: &dyn Plugin,
+    applets: Option<AppletLookup>,
     getenv: &dyn Fn(&str) -> Option<String>,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> i32 {
-    entry(plugin, None, getenv, stdin, stdout, stderr)
+    entry(plugin, applets, getenv, stdin, stdout, stderr)
 }
 
 fn entry(
@@ -519,7 +521,7 @@ mod tests {
     fn call_env(plugin: &dyn Plugin, env: &HashMap<String, String>, stdin: &[u8]) -> Out {
         let getenv = |k: &str| env.get(k).cloned();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_with(plugin, &getenv, &mut &stdin[..], &mut out, &mut err);
+        let code = run_with(plugin, None, &getenv, &mut &stdin[..], &mut out, &mut err);
         Out {
             code,
             stdout: String::from_utf8(out).unwrap(),
@@ -944,7 +946,7 @@ mod tests {
     fn call_reader(plugin: &dyn Plugin, env: &HashMap<String, String>, stdin: &mut dyn Read) -> Out {
         let getenv = |k: &str| env.get(k).cloned();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_with(plugin, &getenv, stdin, &mut out, &mut err);
+        let code = run_with(plugin, None, &getenv, stdin, &mut out, &mut err);
         Out {
             code,
             stdout: String::from_utf8(out).unwrap(),

@@ -216,20 +216,21 @@ impl Runtime {
             error,
         };
         let path = invoke::find(&plugin.plugin_type, &self.bin_dirs).map_err(fail)?;
-        if let Some(own) = self.own_applet(&path, &plugin.plugin_type) {
-            return invoke::run_in_process(own, stdin, inv).map_err(fail);
+        if let Some((own, applets)) = self.own_applet(&path, &plugin.plugin_type) {
+            return invoke::run_in_process(own, applets, stdin, inv).map_err(fail);
         }
         invoke::exec(&path, stdin, inv).map_err(fail)
     }
 
     /// The applet behind `path` when `path` is this very binary and answers to `name`
     /// (exec'ing ourselves under a name we do not answer to is left to fail as exec fails).
-    fn own_applet(&self, path: &std::path::Path, name: &str) -> Option<&'static dyn cni::Plugin> {
+    /// Also the lookup, which the applet's own delegations need.
+    fn own_applet(&self, path: &std::path::Path, name: &str) -> Option<(&'static dyn cni::Plugin, AppletLookup)> {
         let lookup = self.applets?;
         if !crate::util::same_file(path, std::path::Path::new("/proc/self/exe")) {
             return None;
         }
-        lookup(name)
+        Some((lookup(name)?, lookup))
     }
 
     /// ADD every plugin in order, each getting the previous result; cache the final result

@@ -527,7 +527,7 @@ pub fn run_entry_point(
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     let exit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cnibox::cni::plugin::run_with(plugin, &getenv, &mut input, &mut stdout, &mut stderr)
+        cnibox::cni::plugin::run_with(plugin, None, &getenv, &mut input, &mut stdout, &mut stderr)
     }))
     .map_err(|p| {
         let msg = p
