@@ -110,6 +110,9 @@ pub enum Expr {
     /// extension it has no native translation for (`-m comment`, `-m conntrack`); `info`
     /// is the extension's struct, padded to 8 bytes (XT_ALIGN) as the kernel checks.
     Match { name: String, rev: u32, info: Vec<u8> },
+    /// An xtables target run by nft_compat: iptables-nft's `-j DNAT`, `-j MARK`, … (read
+    /// back so a rule of the reference's portmap can be told by its target).
+    Target { name: String, rev: u32, info: Vec<u8> },
 }
 
 impl Expr {
@@ -127,6 +130,7 @@ impl Expr {
             Expr::Fib { .. } => "fib",
             Expr::Counter => "counter",
             Expr::Match { .. } => "match",
+            Expr::Target { .. } => "target",
         }
     }
 
@@ -224,6 +228,11 @@ impl Expr {
                     .be32(NFTA_MATCH_REV, *rev)
                     .bytes(NFTA_MATCH_INFO, info);
             }
+            Expr::Target { name, rev, info } => {
+                a.string(NFTA_TARGET_NAME, name)
+                    .be32(NFTA_TARGET_REV, *rev)
+                    .bytes(NFTA_TARGET_INFO, info);
+            }
         }
     }
 }
@@ -231,7 +240,7 @@ impl Expr {
 impl Expr {
     /// The expression a dump carries (NFTA_EXPR_NAME, NFTA_EXPR_DATA), for every kind this
     /// layer builds except meta sets (a layout is compared with what the kernel holds), and
-    /// nft_compat matches (iptables-nft's rules are read back); None for any other kind,
+    /// nft_compat matches and targets (iptables-nft's rules are read back); None for any other kind,
     /// and for a form this layer never builds.
     pub(crate) fn decode(name: &str, data: &[u8]) -> Option<Expr> {
         use crate::netlink::netfilter::be32;
@@ -319,6 +328,11 @@ impl Expr {
                 name: find(data, NFTA_MATCH_NAME).map(crate::netlink::wire::as_string)?,
                 rev: num(NFTA_MATCH_REV)?,
                 info: find(data, NFTA_MATCH_INFO)?.to_vec(),
+            },
+            "target" => Expr::Target {
+                name: find(data, NFTA_TARGET_NAME).map(crate::netlink::wire::as_string)?,
+                rev: num(NFTA_TARGET_REV)?,
+                info: find(data, NFTA_TARGET_INFO)?.to_vec(),
             },
             _ => return None,
         })

@@ -99,3 +99,6 @@ pub(crate) const NFT_COMMENT_MAX: usize = 128;
 pub(crate) const NFTA_MATCH_NAME: u16 = 1;
 pub(crate) const NFTA_MATCH_REV: u16 = 2;
 pub(crate) const NFTA_MATCH_INFO: u16 = 3;
+pub(crate) const NFTA_TARGET_NAME: u16 = 1;
+pub(crate) const NFTA_TARGET_REV: u16 = 2;
+pub(crate) const NFTA_TARGET_INFO: u16 = 3;

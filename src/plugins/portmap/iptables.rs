@@ -19,8 +19,10 @@ use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
 use crate::cni::netaddr::network_of;
 use crate::cni::Error;
+use crate::netlink::nftables::shapes::xtables::{self as xt, NatRule, NatTarget};
+use crate::netlink::nftables::Nftables;
 use crate::plugins::firewall_tools::find_tool;
-use crate::plugins::iptables::chain_locations;
+use crate::plugins::iptables::{chain_locations, over_netlink};
 use crate::plugins::xtables::{self, quote, split_rule, Family, Script, Table};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
@@ -171,41 +173,62 @@ fn arg<'a>(rule: &'a [String], flag: &str) -> Option<&'a str> {
     rule.windows(2).find(|p| p[0] == flag).map(|p| p[1].as_str())
 }
 
-/// The host ports forwarded by the CNI-DN chains of `t`, for the duplicate check.
-fn table_claims(t: &Table) -> Vec<Claim> {
+/// The rules of a saved table as the duplicate check reads them (the process path).
+fn nat_rules_of(t: &Table) -> Vec<NatRule> {
+    t.rules
+        .iter()
+        .map(|(chain, rule)| NatRule {
+            chain: chain.clone(),
+            protocol: arg(rule, "-p")
+                .and_then(|p| {
+                    [Protocol::Tcp, Protocol::Udp, Protocol::Sctp]
+                        .into_iter()
+                        .find(|x| x.name() == p)
+                })
+                .map(Protocol::number),
+            destination: arg(rule, "-d").and_then(|d| d.split('/').next()?.parse().ok()),
+            dport: arg(rule, "--dport").and_then(|p| p.parse().ok()),
+            comment: arg(rule, "--comment").map(String::from),
+            target: match arg(rule, "-j") {
+                None => NatTarget::None,
+                Some("DNAT") => NatTarget::Dnat,
+                Some(c) if rule.len() >= 2 && rule[rule.len() - 2] == "-j" => NatTarget::Jump(c.to_string()),
+                Some(_) => NatTarget::Other,
+            },
+        })
+        .collect()
+}
+
+/// The host ports forwarded by the CNI-DN chains among `rules`, for the duplicate check;
+/// the owner is named by the comment of the entry rule jumping to the chain.
+fn claims_of(rules: &[NatRule]) -> Vec<Claim> {
     let mut out = vec![];
-    for (chain, rule) in &t.rules {
-        if !chain.starts_with("CNI-DN-") || arg(rule, "-j") != Some("DNAT") {
+    for r in rules {
+        if !r.chain.starts_with("CNI-DN-") || r.target != NatTarget::Dnat {
             continue;
         }
-        let protocol = match arg(rule, "-p") {
-            Some("tcp") => Protocol::Tcp,
-            Some("udp") => Protocol::Udp,
-            Some("sctp") => Protocol::Sctp,
-            _ => continue,
-        };
-        let Some(host_port) = arg(rule, "--dport").and_then(|p| p.parse().ok()) else {
+        let Some(protocol) = r.protocol.and_then(Protocol::from_number) else {
             continue;
         };
-        let dest = arg(rule, "-d").and_then(|d| d.split('/').next()?.parse().ok());
-        let owner = owner_of(t, chain);
+        let Some(host_port) = r.dport else {
+            continue;
+        };
+        let owner = rules
+            .iter()
+            .find(|e| e.chain == TOP_DNAT && e.target == NatTarget::Jump(r.chain.clone()))
+            .and_then(|e| parse_comment(e.comment.as_deref()?));
         out.push(Claim {
             protocol,
             host_port,
-            dest,
+            dest: r.destination,
             container_id: owner.as_ref().map(|(_, id)| id.clone()),
             owner: match owner {
                 Some((net, id)) => format!("container {id} of network {net}"),
-                None => format!("iptables chain {chain}"),
+                None => format!("iptables chain {}", r.chain),
             },
         });
     }
     out
-}
-
-/// (network, container ID) from the comment of the entry rule jumping to `chain`.
-fn owner_of(t: &Table, chain: &str) -> Option<(String, String)> {
-    parse_comment(arg(jumps(t, TOP_DNAT, chain).next()?, "--comment")?)
 }
 
 /// (network, container ID) of an entry rule's comment.
@@ -279,7 +302,18 @@ pub fn claims(family: Family) -> Result<Vec<Claim>, Error> {
     if !may_have_any(family, &[TOP_DNAT]) {
         return Ok(vec![]);
     }
-    Ok(save_if_usable(family).map(|t| table_claims(&t)).unwrap_or_default())
+    // On an iptables-nft host the table is read over netlink: `iptables-save` is a process
+    // of several milliseconds per ADD, paid on every node whose reference portmap (or
+    // cnibox's iptables backend) left CNI-HOSTPORT-DNAT behind.
+    if over_netlink(family) {
+        let nft = Nftables::shared().map_err(|e| Error::internal(format!("failed to open iptables: {e}")))?;
+        let rules = xt::nat_rules(&nft, family.nf_family())
+            .map_err(|e| Error::internal(format!("failed to read {} table nat: {e}", family.tool())))?;
+        return Ok(claims_of(&rules));
+    }
+    Ok(save_if_usable(family)
+        .map(|t| claims_of(&nat_rules_of(&t)))
+        .unwrap_or_default())
 }
 
 /// Set up forwarding to `container` (one family), replacing what the attachment had.
@@ -586,7 +620,7 @@ COMMIT
         let t = Table::parse(SAVED);
         assert!(t.has_chain("CNI-HOSTPORT-DNAT"));
         assert!(t.has_rule("PREROUTING", &words(DNAT_ENTRY)));
-        let claims = table_claims(&t);
+        let claims = claims_of(&nat_rules_of(&t));
         assert_eq!(claims.len(), 2);
         assert_eq!(claims[0].protocol, Protocol::Tcp);
         assert_eq!(claims[0].host_port, 8080);

@@ -489,3 +489,58 @@ fn nftables_each_side_deletes_what_the_other_added() {
     // and both leave the same (empty) layout
     assert_eq!(nft_json(&ours.env.host), nft_json(&theirs.env.host));
 }
+
+/// A host port the reference forwards (its iptables-nft rules in the node's `ip nat`) is
+/// refused to another container by either backend, naming the reference's attachment, and
+/// the check reads those rules over netlink: it runs no process (it ran `iptables-save -t
+/// nat`, milliseconds of every ADD on a node the reference's portmap had been on).
+#[test]
+fn ports_the_reference_forwards_are_refused_without_a_process() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    let n = node();
+    let (_, c) = &cases()[0];
+    n.pm(Side::Reference, "ADD", ID, NETNS, c).success();
+    let other = prev(&["10.0.0.3/24", "fd00::3/64"]);
+    let taken = format!("container {ID} of network {NET}");
+    for (mapping, msg) in [
+        (
+            json!({"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}),
+            format!("host port 8080/tcp is already mapped by {taken}"),
+        ),
+        (
+            json!({"hostPort": 8081, "containerPort": 80, "protocol": "udp", "hostIP": "10.0.0.1"}),
+            format!("host port 8081/udp on 10.0.0.1 is already mapped by {taken} on 10.0.0.1"),
+        ),
+        (
+            json!({"hostPort": 8443, "containerPort": 80, "protocol": "tcp"}),
+            format!("host port 8443/tcp is already mapped by {taken} on fd00::1"),
+        ),
+    ] {
+        for backend in BACKENDS {
+            let log = n.env.tmp.path().join(format!("strace-{}", common::unique("pm")));
+            let out = n
+                .portmap(Side::Cnibox)
+                .verb("ADD", "ctr2", NETNS, IFNAME)
+                .config(&pm_conf(Some(backend), json!([mapping]), &other, json!({})))
+                .run_under(&["strace", "-f", "-qq", "-e", "trace=execve", "-o", log.to_str().unwrap()]);
+            assert_eq!(out.failure(999), msg, "{backend} {mapping}");
+            let execs = std::fs::read_to_string(&log).unwrap();
+            assert_eq!(
+                execs.lines().count(),
+                1,
+                "{backend} {mapping}: only portmap itself ran:\n{execs}"
+            );
+        }
+    }
+    // a port the reference does not forward is free
+    let free = pm_conf(
+        Some("nftables"),
+        json!([{"hostPort": 8082, "containerPort": 80, "protocol": "tcp"}]),
+        &other,
+        json!({}),
+    );
+    n.pm(Side::Cnibox, "ADD", "ctr2", NETNS, &free).success();
+    n.pm(Side::Cnibox, "DEL", "ctr2", NETNS, &free).success();
+}

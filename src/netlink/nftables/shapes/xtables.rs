@@ -148,6 +148,135 @@ pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
     })
 }
 
+/// What the host-port check needs of a rule of an iptables-nft `nat` table: portmap's
+/// `CNI-DN-*` chains and the `CNI-HOSTPORT-DNAT` rules jumping to them, the reference's or
+/// cnibox's iptables backend's. Only read, never written here (the iptables path writes
+/// them with iptables-restore), so this is a view, not an [`XtRule`]: iptables-nft 1.8.9
+/// encodes `-p`, `-d` and `--dport` natively and `-j DNAT` as an nft_compat target:
+/// ```text
+/// -d 10.0.0.1/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.2:80
+///   [ meta load l4proto => reg 1 ]  [ cmp eq reg 1 0x00000006 ]
+///   [ payload load 4b @ network header + 16 => reg 1 ]  [ cmp eq reg 1 0x0100000a ]
+///   [ payload load 2b @ transport header + 2 => reg 1 ]  [ cmp eq reg 1 0x0000901f ]
+///   [ counter pkts 0 bytes 0 ]  [ target name DNAT rev 2 ]
+/// -p tcp -m comment --comment "dnat name: …" -m multiport --dports 8080 -j CNI-DN-…
+///   [ meta load l4proto … ]  [ cmp … ]  [ match name comment rev 0 ]
+///   [ match name multiport rev 1 ]  [ counter … ]  [ immediate reg 0 jump -> CNI-DN-… ]
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NatRule {
+    pub chain: String,
+    /// `-p`, as the protocol number.
+    pub protocol: Option<u8>,
+    /// `-d`'s address (its prefix length is not kept).
+    pub destination: Option<IpAddr>,
+    /// `--dport` of `-m tcp`/`-m udp`/`-m sctp`.
+    pub dport: Option<u16>,
+    /// `-m comment --comment` (or nft's userdata comment, which iptables-nft lists so).
+    pub comment: Option<String>,
+    pub target: NatTarget,
+}
+
+/// The `-j` of a [`NatRule`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum NatTarget {
+    /// No verdict or target: the rule only counts.
+    #[default]
+    None,
+    Dnat,
+    Jump(String),
+    /// Anything else, or a rule with a condition this view cannot say (a negation, a
+    /// match on another field): never taken for a forward.
+    Other,
+}
+
+/// The rules of `family`'s `nat` table, in one dump (none without the table).
+pub fn nat_rules(nft: &Nftables, family: Family) -> Result<Vec<NatRule>> {
+    Ok(nft
+        .table_rules(family, "nat")?
+        .into_iter()
+        .map(|r| {
+            let mut rule = nat_rule(family, &r.expressions());
+            rule.chain = r.chain;
+            rule.comment = rule.comment.or(r.comment);
+            rule
+        })
+        .collect())
+}
+
+/// One rule's expressions as a [`NatRule`] (without its chain).
+fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
+    #[derive(Clone, Copy)]
+    enum Loaded {
+        Protocol,
+        Daddr,
+        Dport,
+        Other,
+    }
+    let other = || NatRule {
+        target: NatTarget::Other,
+        ..NatRule::default()
+    };
+    let mut rule = NatRule::default();
+    let mut loaded = Loaded::Other;
+    for e in exprs {
+        let Some(e) = e else { return other() };
+        match e {
+            Expr::Meta {
+                key: MetaKey::L4proto, ..
+            } => loaded = Loaded::Protocol,
+            // IPv4's protocol field, as older iptables-nft loads it for `-p`
+            Expr::Payload {
+                base: PayloadBase::Network,
+                offset: 9,
+                len: 1,
+                ..
+            } if family == Family::Ip => loaded = Loaded::Protocol,
+            Expr::Payload {
+                base: PayloadBase::Network,
+                offset,
+                ..
+            } => {
+                loaded = match addr_field(family, *offset) {
+                    Some((AddrField::Daddr, _)) => Loaded::Daddr,
+                    _ => Loaded::Other,
+                }
+            }
+            Expr::Payload {
+                base: PayloadBase::Transport,
+                offset: 2,
+                len: 2,
+                ..
+            } => loaded = Loaded::Dport,
+            Expr::Bitwise { .. } => {}
+            Expr::Cmp {
+                op: CmpOp::Eq, data, ..
+            } => match loaded {
+                Loaded::Protocol if data.len() == 1 => rule.protocol = Some(data[0]),
+                Loaded::Daddr => rule.destination = ip_of(data),
+                Loaded::Dport if data.len() == 2 => rule.dport = Some(u16::from_be_bytes([data[0], data[1]])),
+                _ => return other(),
+            },
+            Expr::Match { .. } => {
+                if let Some(text) = expr::read_xt_comment(e) {
+                    rule.comment = Some(text);
+                }
+            }
+            Expr::Counter => {}
+            Expr::Target { name, .. } => {
+                rule.target = if name == "DNAT" {
+                    NatTarget::Dnat
+                } else {
+                    NatTarget::Other
+                }
+            }
+            Expr::Verdict(Verdict::Jump(c)) => rule.target = NatTarget::Jump(c.clone()),
+            _ => return other(),
+        }
+    }
+    rule
+}
+
 fn xt_chain(c: &ChainInfo) -> XtChain {
     XtChain {
         name: c.name.clone(),
@@ -457,6 +586,106 @@ mod tests {
         );
         assert_eq!(hex.len(), 2 * (12 + 8 + 4 + 256));
         assert_eq!(round_trip(Family::Ip, &replies), Some(replies));
+    }
+
+    #[test]
+    fn the_reference_portmap_rules_read_as_nat_rules() {
+        // as the kernel dumps what iptables-nft 1.8.9 made of the reference's
+        // `-d 1.2.3.4/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.88.0.2:80`
+        // and `-p tcp -m comment --comment "dnat name: …" -m multiport --dports 8080 -j CNI-DN-x`
+        let l4 = |p: u8| {
+            [
+                Some(Expr::Meta {
+                    key: MetaKey::L4proto,
+                    dreg: 1,
+                }),
+                Some(Expr::Cmp {
+                    op: CmpOp::Eq,
+                    sreg: 1,
+                    data: vec![p],
+                }),
+            ]
+        };
+        let load = |base, offset, len| {
+            Some(Expr::Payload {
+                base,
+                offset,
+                len,
+                dreg: 1,
+            })
+        };
+        let eq = |data: &[u8]| {
+            Some(Expr::Cmp {
+                op: CmpOp::Eq,
+                sreg: 1,
+                data: data.to_vec(),
+            })
+        };
+        let target = |name: &str| {
+            Some(Expr::Target {
+                name: name.into(),
+                rev: 2,
+                info: vec![0; 8],
+            })
+        };
+        let mut dnat = l4(6).to_vec();
+        dnat.extend([
+            load(PayloadBase::Network, 16, 4),
+            eq(&[1, 2, 3, 4]),
+            load(PayloadBase::Transport, 2, 2),
+            eq(&8080u16.to_be_bytes()),
+            Some(Expr::Counter),
+            target("DNAT"),
+        ]);
+        assert_eq!(
+            nat_rule(Family::Ip, &dnat),
+            NatRule {
+                protocol: Some(6),
+                destination: Some("1.2.3.4".parse().unwrap()),
+                dport: Some(8080),
+                target: NatTarget::Dnat,
+                ..NatRule::default()
+            }
+        );
+        let mut entry = l4(17).to_vec();
+        entry.extend([
+            Some(expr::xt_comment(r#"dnat name: "n" id: "c""#)),
+            Some(Expr::Match {
+                name: "multiport".into(),
+                rev: 1,
+                info: vec![0; 40],
+            }),
+            Some(Expr::Counter),
+            Some(Expr::Verdict(Verdict::Jump("CNI-DN-x".into()))),
+        ]);
+        assert_eq!(
+            nat_rule(Family::Ip, &entry),
+            NatRule {
+                protocol: Some(17),
+                comment: Some(r#"dnat name: "n" id: "c""#.into()),
+                target: NatTarget::Jump("CNI-DN-x".into()),
+                ..NatRule::default()
+            }
+        );
+        // a MARK target, a negated port or an expression this layer cannot read: never a forward
+        let mut mark = dnat.clone();
+        *mark.last_mut().unwrap() = target("MARK");
+        assert_eq!(nat_rule(Family::Ip, &mark).target, NatTarget::Other);
+        let mut negated = dnat.clone();
+        negated[5] = Some(Expr::Cmp {
+            op: CmpOp::Neq,
+            sreg: 1,
+            data: 8080u16.to_be_bytes().to_vec(),
+        });
+        assert_eq!(nat_rule(Family::Ip, &negated).target, NatTarget::Other);
+        let mut unknown = dnat.clone();
+        unknown.insert(0, None);
+        assert_eq!(nat_rule(Family::Ip, &unknown).target, NatTarget::Other);
+        // and the target round-trips through the wire form
+        let t = target("DNAT").unwrap();
+        let mut a = Attrs::new();
+        t.encode(&mut a);
+        assert_eq!(Expr::decode("target", a.as_bytes()), Some(t));
     }
 
     #[test]
