@@ -185,8 +185,7 @@ pub enum NatTarget {
     None,
     Dnat,
     Jump(String),
-    /// Anything else, or a rule with a condition this view cannot say (a negation, a
-    /// match on another field): never taken for a forward.
+    /// Any other verdict or target: never taken for a forward.
     Other,
 }
 
@@ -204,7 +203,10 @@ pub fn nat_rules(nft: &Nftables, family: Family) -> Result<Vec<NatRule>> {
         .collect())
 }
 
-/// One rule's expressions as a [`NatRule`] (without its chain).
+/// One rule's expressions as a [`NatRule`] (without its chain). Conditions on other fields
+/// (portmap's `conditionsV4`: `-s`, …) and expressions this layer does not read are passed
+/// over, as the process path passes over options it does not look for; a negated `-p`,
+/// `-d` or `--dport` gives no value.
 fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
     #[derive(Clone, Copy)]
     enum Loaded {
@@ -213,14 +215,9 @@ fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
         Dport,
         Other,
     }
-    let other = || NatRule {
-        target: NatTarget::Other,
-        ..NatRule::default()
-    };
     let mut rule = NatRule::default();
     let mut loaded = Loaded::Other;
-    for e in exprs {
-        let Some(e) = e else { return other() };
+    for e in exprs.iter().flatten() {
         match e {
             Expr::Meta {
                 key: MetaKey::L4proto, ..
@@ -248,21 +245,20 @@ fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
                 len: 2,
                 ..
             } => loaded = Loaded::Dport,
-            Expr::Bitwise { .. } => {}
+            Expr::Meta { .. } | Expr::Payload { .. } | Expr::Ct { .. } | Expr::Fib { .. } => loaded = Loaded::Other,
             Expr::Cmp {
                 op: CmpOp::Eq, data, ..
             } => match loaded {
                 Loaded::Protocol if data.len() == 1 => rule.protocol = Some(data[0]),
                 Loaded::Daddr => rule.destination = ip_of(data),
                 Loaded::Dport if data.len() == 2 => rule.dport = Some(u16::from_be_bytes([data[0], data[1]])),
-                _ => return other(),
+                _ => {}
             },
             Expr::Match { .. } => {
                 if let Some(text) = expr::read_xt_comment(e) {
                     rule.comment = Some(text);
                 }
             }
-            Expr::Counter => {}
             Expr::Target { name, .. } => {
                 rule.target = if name == "DNAT" {
                     NatTarget::Dnat
@@ -271,7 +267,9 @@ fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
                 }
             }
             Expr::Verdict(Verdict::Jump(c)) => rule.target = NatTarget::Jump(c.clone()),
-            _ => return other(),
+            Expr::Verdict(_) | Expr::Masq | Expr::Nat { .. } => rule.target = NatTarget::Other,
+            Expr::Cmp { .. } | Expr::Bitwise { .. } | Expr::Immediate { .. } | Expr::MetaSet { .. } | Expr::Counter => {
+            }
         }
     }
     rule
@@ -667,7 +665,7 @@ mod tests {
                 ..NatRule::default()
             }
         );
-        // a MARK target, a negated port or an expression this layer cannot read: never a forward
+        // another target is no forward; a negated port is no port
         let mut mark = dnat.clone();
         *mark.last_mut().unwrap() = target("MARK");
         assert_eq!(nat_rule(Family::Ip, &mark).target, NatTarget::Other);
@@ -677,10 +675,12 @@ mod tests {
             sreg: 1,
             data: 8080u16.to_be_bytes().to_vec(),
         });
-        assert_eq!(nat_rule(Family::Ip, &negated).target, NatTarget::Other);
-        let mut unknown = dnat.clone();
-        unknown.insert(0, None);
-        assert_eq!(nat_rule(Family::Ip, &unknown).target, NatTarget::Other);
+        assert_eq!(nat_rule(Family::Ip, &negated).dport, None);
+        // conditions on other fields (`conditionsV4: ["-s", …]`) and expressions this layer
+        // does not read change nothing
+        let mut conditioned = entry.clone();
+        conditioned.splice(2..2, [load(PayloadBase::Network, 12, 4), eq(&[192, 168, 0, 0]), None]);
+        assert_eq!(nat_rule(Family::Ip, &conditioned), nat_rule(Family::Ip, &entry));
         // and the target round-trips through the wire form
         let t = target("DNAT").unwrap();
         let mut a = Attrs::new();
