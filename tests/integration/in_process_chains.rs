@@ -156,3 +156,60 @@ fn a_failing_own_applet_fails_in_process_as_exec_does() {
     assert_eq!(own_execs, ["cnitool"]);
     assert_eq!(copy_execs, ["cnitool", "host-local"]);
 }
+
+/// An applet run in-process keeps the applet table for its own delegations: bridge's
+/// host-local runs in the same process too (it was exec'd, one process start per ADD and
+/// DEL). Each side has its own host namespace, so both get the same bridge and address.
+#[test]
+fn a_delegated_ipam_runs_in_process_too() {
+    common::require_root();
+    require_strace();
+    let (env_own, env_copy) = (TestEnv::new(), TestEnv::new());
+    let copy = env_copy.tmp.path().join("cnibox-copy");
+    std::fs::copy(cnibox(), &copy).unwrap();
+    let (own, copied) = (side(&env_own, "own", &cnibox()), side(&env_copy, "copy", &copy));
+    for s in [&own, &copied] {
+        let list = json!({
+            "cniVersion": "1.0.0",
+            "name": "inproc",
+            "plugins": [
+                {"type": "bridge", "bridge": "cni-inproc0", "isGateway": true,
+                 "ipam": {"type": "host-local", "subnet": "10.89.0.0/24", "dataDir": s.data_dir}},
+                {"type": "loopback"}
+            ]
+        });
+        std::fs::write(s.conf_dir.join("10-inproc.conflist"), list.to_string()).unwrap();
+    }
+    // what differs between two attachments made alike: MACs, veth names, the netns path
+    let alike = |out: &CallOutput| -> Value {
+        let mut v: Value = serde_json::from_str(&out.stdout).unwrap();
+        for i in v["interfaces"].as_array_mut().unwrap() {
+            for k in ["mac", "sandbox"] {
+                i.as_object_mut().unwrap().remove(k);
+            }
+        }
+        v["interfaces"][1]["name"] = json!("veth");
+        v
+    };
+    let (ns_own, ns_copy) = (env_own.container(), env_copy.container());
+    for verb in ["add", "del"] {
+        let (in_process, own_execs) = cnitool(&env_own, &own, verb, &ns_own, "ctr1");
+        let (exec, copy_execs) = cnitool(&env_copy, &copied, verb, &ns_copy, "ctr1");
+        assert!(in_process.ok() && exec.ok(), "{verb}: {in_process:?} {exec:?}");
+        assert_eq!(
+            own_execs,
+            ["cnitool"],
+            "{verb}: bridge and its host-local ran in-process"
+        );
+        // an exec'd bridge delegates to host-local in-process too (the same file)
+        let order: &[&str] = match verb {
+            "del" => &["cnitool", "loopback", "bridge"],
+            _ => &["cnitool", "bridge", "loopback"],
+        };
+        assert_eq!(copy_execs, order, "{verb}");
+        if verb == "add" {
+            assert_eq!(alike(&in_process), alike(&exec));
+            assert_eq!(alike(&in_process)["ips"][0]["address"], "10.89.0.2/24");
+        }
+    }
+}
