@@ -234,6 +234,54 @@ fn a_host_port_mapped_by_another_attachment_is_an_error() {
     });
 }
 
+/// Regression: the taken-port check and the rules were not under one lock, so concurrent
+/// ADDs of different containers asking for the same host port could all pass the check and
+/// all install their forwards.
+#[test]
+fn concurrent_adds_of_one_host_port_let_exactly_one_win() {
+    const N: usize = 8;
+    each_backend(|b| {
+        let node = Node::new();
+        let ids: Vec<String> = (0..N).map(|i| format!("race-{i}")).collect();
+        let containers: Vec<(Netns, Value)> = ids.iter().map(|id| node.container(id, false)).collect();
+        let start = std::sync::Barrier::new(N);
+        let outs: Vec<_> = std::thread::scope(|s| {
+            let runs: Vec<_> = ids
+                .iter()
+                .zip(&containers)
+                .map(|(id, (ns, prev))| {
+                    let (node, start) = (&node, &start);
+                    s.spawn(move || {
+                        let c = pm_conf(Some(b), json!([tcp(8080, 80)]), prev, json!({}));
+                        start.wait();
+                        node.pm(Side::Cnibox, "ADD", id, ns.path_str(), &c)
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let winners: Vec<usize> = (0..N).filter(|i| outs[*i].ok()).collect();
+        let said: Vec<(i32, &str)> = outs.iter().map(|o| (o.code, o.stdout.trim())).collect();
+        assert_eq!(winners.len(), 1, "exactly one ADD takes the port: {said:#?}");
+        let winner = &ids[winners[0]];
+        for (id, out) in ids.iter().zip(&outs).filter(|(id, _)| *id != winner) {
+            let msg = out.failure(999);
+            assert_eq!(
+                msg,
+                format!("host port 8080/tcp is already mapped by container {winner} of network {NET}"),
+                "{id}"
+            );
+            assert_no_rules(&node, id);
+        }
+        let (ns, _) = &containers[winners[0]];
+        let _s = Server::start(ns, 80, winner);
+        assert_eq!(
+            tcp_get(&node.client, sa(NODE_V4, 8080)).as_deref(),
+            Some(winner.as_str())
+        );
+    });
+}
+
 #[test]
 fn host_ip_limits_the_forwarded_destination() {
     each_backend(|b| {
