@@ -112,11 +112,14 @@ pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
 }
 
 fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
-    match applet.kind {
+    let code = match applet.kind {
         Kind::Plugin(p) => crate::cni::plugin::run(p, plugin),
         Kind::Tool(f) => f(args),
         Kind::Runtime(f) => f(args, plugin),
-    }
+    };
+    // Before `exit`: the process's own close of a netfilter socket would wait for the kernel.
+    crate::netlink::nftables::close_shared();
+    code
 }
 
 /// Entry point: dispatch on the basename of argv[0], or on argv[1] when called as `cnibox`.

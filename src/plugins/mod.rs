@@ -18,7 +18,8 @@
 //! * [`teardown`]: DEL attempts every step and reports the first failure.
 //! * [`ipmasq`]: masquerade rules; [`iptables`]: where an attachment's iptables chains are,
 //!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
-//!   family and change; [`firewall_tools`]: finding the tools.
+//!   family and change; [`firewall_tools`]: finding the tools; [`host_lock`]: host-wide
+//!   locks (xtables changes, portmap's host ports).
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
 pub mod bandwidth;
@@ -27,6 +28,7 @@ pub mod check;
 pub mod container_link;
 pub mod firewall;
 pub mod firewall_tools;
+pub mod host_lock;
 pub mod iface;
 pub mod ipmasq;
 pub mod iptables;

@@ -87,8 +87,7 @@ impl Plugin for Veth {
             )));
         }
         iface::enable_forwarding(&result.ips).map_err(|e| e.context("Could not enable IP forwarding"))?;
-        // Masquerade as soon as the addresses are known: the kernel's release of the commit
-        // then overlaps the link work below (see `Nftables::shared`).
+        // Masquerade as soon as the addresses are known.
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
             let att = l3::masq_attachment(req);
@@ -145,8 +144,7 @@ impl Plugin for Veth {
         let conf = load(req)?;
         let mut teardown = Teardown::new("veth");
         if conf.ip_masq {
-            // Found by attachment, not by address: works without the netns. First, so the
-            // kernel releases the commit during the link deletion (see `Nftables::shared`).
+            // Found by attachment, not by address: works without the netns.
             teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
         }
         // The host end, its gateway address and host routes go with the pair.

@@ -12,9 +12,7 @@
 //! (the firewall plugin) run neither: the same [`Table`] is read and the same [`Script`]
 //! applied over nf_tables netlink.
 use super::firewall_tools::{err, find_tool, missing_tool, Error};
-use nix::fcntl::{Flock, FlockArg};
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::Path;
@@ -26,7 +24,7 @@ use std::process::{Command, Stdio};
 /// only iptables-legacy's: iptables-nft takes none, its batches being conditional on the
 /// ruleset's generation, as cnibox's netlink path's are; there the lock only spares
 /// cnibox's own ADDs from refusing each other's plans.)
-const LOCK_PATH: &str = "/run/cnibox/xtables.lock";
+const LOCK_FILE: &str = "xtables.lock";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Family {
@@ -358,33 +356,10 @@ pub fn restore_with(tool: &Path, script: &Script) -> Result<(), Error> {
 }
 
 /// The host-wide lock around one read-plan-restore cycle; released on drop.
-pub struct Lock {
-    _held: Flock<File>,
-}
+pub type Lock = super::host_lock::Held;
 
 pub fn lock() -> Result<Lock, Error> {
-    let path = Path::new(LOCK_PATH);
-    let fail = |e: &dyn std::fmt::Display| err(format!("lock {LOCK_PATH}"), e);
-    if let Some(dir) = path.parent() {
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-            .recursive(true)
-            .create(dir)
-            .map_err(|e| fail(&e))?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| fail(&e))?;
-    loop {
-        match Flock::lock(file, FlockArg::LockExclusive) {
-            Ok(held) => return Ok(Lock { _held: held }),
-            Err((f, nix::errno::Errno::EINTR)) => file = f,
-            Err((_, e)) => return Err(fail(&e)),
-        }
-    }
+    super::host_lock::exclusive(LOCK_FILE)
 }
 
 #[cfg(test)]

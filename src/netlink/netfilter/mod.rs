@@ -15,6 +15,7 @@
 //! add rule inet cni_plugins_masquerade masq_checks: No such file or directory
 //! ```
 mod attrs;
+mod release;
 mod socket;
 
 pub use attrs::Attrs;

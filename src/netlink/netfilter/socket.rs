@@ -1,6 +1,8 @@
 //! The `NETLINK_NETFILTER` socket of one network namespace: single requests (GET, dump,
 //! ctnetlink changes) and nfnetlink batches (all messages applied atomically, or none).
 use std::cell::{Cell, RefCell};
+use std::mem::ManuallyDrop;
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 
 use neli::consts::socket::{Msg, NlFamily};
 use neli::socket::NlSocket;
@@ -42,11 +44,23 @@ pub struct NfMessage {
     pub attrs: Vec<u8>,
 }
 
-/// A netfilter socket, bound to the network namespace it was opened in.
+/// A netfilter socket, bound to the network namespace it was opened in. Dropping it does
+/// not wait for the kernel (see [`super::release`]).
 pub struct NfSocket {
-    sock: NlSocket,
+    /// Taken out only by `drop`.
+    sock: ManuallyDrop<NlSocket>,
     seq: Cell<u32>,
     buf: RefCell<Vec<u8>>,
+}
+
+impl Drop for NfSocket {
+    fn drop(&mut self) {
+        // SAFETY: `sock` is not used again: this is the socket's last moment.
+        let sock = unsafe { ManuallyDrop::take(&mut self.sock) };
+        // SAFETY: `into_raw_fd` hands over the descriptor neli owned.
+        let fd = unsafe { OwnedFd::from_raw_fd(sock.into_raw_fd()) };
+        super::release::close_without_waiting(fd);
+    }
 }
 
 impl NfSocket {
@@ -76,7 +90,7 @@ impl NfSocket {
         sock.block().map_err(io)?;
         sock.enable_ext_ack(true).map_err(io)?;
         Ok(NfSocket {
-            sock,
+            sock: ManuallyDrop::new(sock),
             seq: Cell::new(1),
             buf: RefCell::new(vec![0; RECV_LEN]),
         })
@@ -238,7 +252,7 @@ impl NfSocket {
             return;
         }
         let size = (messages * PER_ACK).min(64 << 20) as libc::c_int;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.sock);
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&*self.sock);
         let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
             // SAFETY: a valid socket, and a c_int option value of the size given.

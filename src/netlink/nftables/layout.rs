@@ -7,8 +7,9 @@
 //! the latest the plugin's exit) waits for that work (`nft_rcv_nl_event` flushes the
 //! namespace's nf_tables destroy work). That wait was 8-24 ms on a 2-core VM: more than
 //! all the rest of a bridge ADD with ipMasq. A commit that only adds objects leaves
-//! nothing to wait for. (Deleting a rule always leaves one: DEL cannot avoid the wait,
-//! only overlap it with other work; see [`Nftables::shared`].)
+//! nothing to wait for. (Deleting a rule always leaves some. cnibox's own sockets no
+//! longer wait when they close, see [`NfSocket`](crate::netlink::netfilter::NfSocket)'s
+//! drop, but every other close in the namespace, nft's and iptables-nft's, still does.)
 use super::{Chain, ChainInfo, Family, Nftables, Rule, RuleInfo, Table, Transaction};
 use crate::netlink::Result;
 

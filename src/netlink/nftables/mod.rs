@@ -58,6 +58,21 @@ pub struct Nftables {
     sock: NfSocket,
 }
 
+thread_local! {
+    /// [`Nftables::shared`]'s socket and the inode of the namespace it was opened in.
+    static SHARED: std::cell::RefCell<Option<(u64, std::rc::Rc<Nftables>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Closes the thread's [`Nftables::shared`] socket (once its last user has dropped it).
+/// Why not leave it to the process's exit: the exit's close is the kernel's usual one,
+/// which waits out the namespace's pending nf_tables destroy work (an RCU grace period
+/// after every DEL); a dropped [`NfSocket`] does not (see its `Drop`).
+pub fn close_shared() {
+    let shared = SHARED.with(|cell| cell.borrow_mut().take());
+    drop(shared);
+}
+
 impl Nftables {
     /// nf_tables of the calling thread's current namespace.
     pub fn current() -> Result<Nftables> {
@@ -67,22 +82,12 @@ impl Nftables {
     }
 
     /// nf_tables of the calling thread's current namespace, through one socket per thread
-    /// and namespace that stays open until the thread ends.
-    ///
-    /// Why keep it: closing a `NETLINK_NETFILTER` socket waits for the kernel to finish
-    /// releasing what the namespace's last commits removed or replaced (the nf_tables
-    /// destroy work, an RCU grace period: 8-24 ms here). A commit that only adds leaves
-    /// nothing to release (see [`Transaction::declare`]); one that deletes rules (DEL,
-    /// GC) always does. Closed right after such a commit, the wait lands on the plugin;
-    /// left open until the process exits, the grace period runs while the plugin does its
-    /// other work (deleting the link), so the close at exit finds little to wait for. One
-    /// socket also serves every firewall step of the call (a chain run in-process).
+    /// and namespace that serves every firewall step of the call (a chain run in-process
+    /// makes one socket, not one per plugin and step). It stays open until
+    /// [`close_shared`], which the applet table calls when the applet is done, or until the
+    /// thread moves to another namespace.
     pub fn shared() -> Result<std::rc::Rc<Nftables>> {
         use std::os::unix::fs::MetadataExt;
-        thread_local! {
-            static SHARED: std::cell::RefCell<Option<(u64, std::rc::Rc<Nftables>)>> =
-                const { std::cell::RefCell::new(None) };
-        }
         // The namespace's identity: a thread that moved to another namespace gets a new socket.
         let ns = std::fs::metadata("/proc/thread-self/ns/net")
             .map(|m| m.ino())

@@ -145,8 +145,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         result.dns = ipam_result.dns;
-        // Masquerade as soon as the addresses are known: the kernel's release of the commit
-        // then overlaps the address configuration (see `Nftables::shared`).
+        // Masquerade as soon as the addresses are known.
         if let Some(backend) = masq_backend {
             let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
             rollback.push("tear down masquerade rules", || {
@@ -236,8 +235,7 @@ fn put_gateways(
 /// Every step is attempted (see [`Teardown`]); whatever is already gone is success.
 fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     let mut teardown = Teardown::new("bridge");
-    // Rules first: the kernel releases what a commit removed during the link deletion
-    // that follows, instead of at exit (see `Nftables::shared`).
+    // Rules first, found by attachment: they go even when the netns or the link is gone.
     if conf.macspoofchk {
         teardown.step(spoofcheck::teardown(spoof_attachment(req)));
     }

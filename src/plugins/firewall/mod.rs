@@ -113,21 +113,7 @@ impl Plugin for Firewall {
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         let w = Wanted::read(req)?;
         match w.backend {
-            Backend::Iptables => {
-                // recorded first: a DEL after a crash mid-ADD still finds the addresses
-                let record = records::Record {
-                    container_id: req.container_id.clone(),
-                    ifname: req.ifname.clone(),
-                    addresses: w.addresses.clone(),
-                };
-                records::write(&w.conf.data_dir, &req.name, &record).map_err(|e| {
-                    Error::internal(format!("record the addresses in {}: {e}", w.conf.data_dir.display()))
-                })?;
-                if let Err(e) = iptables_add(&w.iptables()) {
-                    let _ = records::remove(&w.conf.data_dir, &req.name, &req.container_id, &req.ifname);
-                    return Err(e);
-                }
-            }
+            Backend::Iptables => iptables_add_recorded(req, &w)?,
             Backend::Nftables => {
                 for drop in nftables::add(&w.nftables(req))? {
                     eprintln!(
@@ -262,10 +248,63 @@ fn bridge_of(prev: &CniResult, policy: IngressPolicy) -> Result<Option<String>, 
     Ok(Some(name.clone()))
 }
 
+/// The iptables ADD with its record. Recorded first, with the addresses an earlier ADD of
+/// the attachment recorded (its rules stay): a DEL after a crash mid-ADD still finds every
+/// address. A failed ADD whose rules were all undone puts back what was recorded before; one
+/// whose undo failed keeps the record, so DEL and GC can still find the rules.
+fn iptables_add_recorded(req: &Request, w: &Wanted) -> Result<(), Error> {
+    let dir = &w.conf.data_dir;
+    let earlier = records::read(dir, &req.name, &req.container_id, &req.ifname);
+    let mut addresses = earlier.as_ref().map(|r| r.addresses.clone()).unwrap_or_default();
+    for a in &w.addresses {
+        if !addresses.contains(a) {
+            addresses.push(*a);
+        }
+    }
+    let record = records::Record {
+        container_id: req.container_id.clone(),
+        ifname: req.ifname.clone(),
+        addresses,
+    };
+    records::write(dir, &req.name, &record)
+        .map_err(|e| Error::internal(format!("record the addresses in {}: {e}", dir.display())))?;
+    let Err(failed) = iptables_add(&w.iptables()) else {
+        return Ok(());
+    };
+    if failed.undone {
+        let put_back = match &earlier {
+            Some(r) => records::write(dir, &req.name, r),
+            None => records::remove(dir, &req.name, &req.container_id, &req.ifname),
+        };
+        if let Err(e) = put_back {
+            eprintln!("cnibox firewall: restoring the record in {}: {e}", dir.display());
+        }
+    } else {
+        eprintln!("cnibox firewall: ADD failed and its rules stay; the record keeps them for DEL and GC");
+    }
+    Err(failed.error)
+}
+
+/// A failed [`iptables_add`]: its error, and whether every rule it made is gone again.
+struct AddFailed {
+    error: Error,
+    undone: bool,
+}
+
+impl<E: Into<Error>> From<E> for AddFailed {
+    /// A failure before any change: nothing to undo.
+    fn from(e: E) -> Self {
+        AddFailed {
+            error: e.into(),
+            undone: true,
+        }
+    }
+}
+
 /// One change per family (an nf_tables transaction on an iptables-nft host, an
-/// iptables-restore on an iptables-legacy one); a family that fails undoes the families
-/// already changed.
-fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
+/// iptables-restore on an iptables-legacy one: each all or nothing); a family that fails
+/// undoes the families already changed.
+fn iptables_add(setup: &iptables::Setup) -> Result<(), AddFailed> {
     let families = families(setup.addresses);
     if families.is_empty() {
         return Ok(());
@@ -286,13 +325,18 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
         match step {
             Ok(script) => applied.push((family, script)),
             Err(e) => {
+                let mut undone = true;
                 for (family, script) in applied.iter().rev() {
                     // on a new read: the undo deletes rules the first read did not see
                     if let Err(u) = iptables_nft::change(*family, iptables::TABLE, |_| script.undo()) {
                         eprintln!("cnibox firewall: undoing {} rules: {u}", family.tool());
+                        undone = false;
                     }
                 }
-                return Err(e.into());
+                return Err(AddFailed {
+                    error: e.into(),
+                    undone,
+                });
             }
         }
     }
@@ -300,15 +344,7 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), Error> {
 }
 
 fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
-    // a family whose CNI-FORWARD provably does not exist has nothing to delete: no process
-    let families: BTreeSet<Family> = families(addresses)
-        .into_iter()
-        .filter(|f| {
-            // a failed look is no proof: read with iptables-save then
-            crate::plugins::iptables::chain_locations_in(*f, iptables::TABLE, iptables::PRIV_CHAIN)
-                .map_or(true, |found| !found.is_empty())
-        })
-        .collect();
+    let families = families(addresses);
     if families.is_empty() {
         return Ok(());
     }
@@ -316,7 +352,11 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
     let mut first = None;
     for family in families {
         let doomed = of_family(addresses, family);
-        let step = iptables_nft::change(family, iptables::TABLE, |table| iptables::plan_del(table, &doomed));
+        // a family whose CNI-FORWARD provably does not exist has nothing to delete: no
+        // process, and on the netlink path the one read that would plan the change tells
+        let step = iptables_nft::change_where_chain(family, iptables::TABLE, iptables::PRIV_CHAIN, |table| {
+            iptables::plan_del(table, &doomed)
+        });
         if let Err(e) = step {
             eprintln!("cnibox firewall: DEL: {e}");
             first.get_or_insert(e);

@@ -67,11 +67,13 @@ pub fn add(setup: &Setup) -> Result<Vec<String>, Error> {
             shape::isolate_within(&mut tx, bridge, &within_comment(bridge));
         }
     }
-    nft.commit(tx)?;
+    // read before the commit: a failed read then fails an ADD that changed nothing (the
+    // other tables' chains are not ours to change)
     let mut drops = vec![];
     for family in [Family::Ip, Family::Ip6, Family::Inet] {
         drops.extend(shape::foreign_forward_drops(&nft, family)?);
     }
+    nft.commit(tx)?;
     Ok(drops)
 }
 

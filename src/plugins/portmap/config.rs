@@ -5,6 +5,7 @@
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::{CniResult, Error, Request};
+use crate::netlink::nftables::shapes::portmap::{self as nft_shape, Conditions};
 use ipnetwork::IpNetwork;
 use serde_json::{Map, Value};
 use std::net::IpAddr;
@@ -108,6 +109,10 @@ pub struct Conf {
     pub external_set_mark_chain: Option<String>,
     pub conditions_v4: Vec<String>,
     pub conditions_v6: Vec<String>,
+    /// The conditions parsed for the nftables backend (empty with iptables), so a bad
+    /// one fails in loading, before anything changes.
+    pub nft_conditions_v4: Conditions,
+    pub nft_conditions_v6: Conditions,
     pub mappings: Vec<PortMapping>,
     /// The container's first IPv4 and IPv6 address on `CNI_IFNAME` (from prevResult).
     pub container_v4: Option<IpNetwork>,
@@ -120,6 +125,14 @@ impl Conf {
             &self.conditions_v6
         } else {
             &self.conditions_v4
+        }
+    }
+
+    pub fn nft_conditions(&self, v6: bool) -> &Conditions {
+        if v6 {
+            &self.nft_conditions_v6
+        } else {
+            &self.nft_conditions_v4
         }
     }
 
@@ -175,6 +188,14 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
         cond6.as_deref(),
         nf_tables,
     )?;
+    let (conditions_v4, conditions_v6) = (nonempty_conditions(cond4), nonempty_conditions(cond6));
+    let (nft_conditions_v4, nft_conditions_v6) = match backend {
+        Backend::Nftables => (
+            nft_conditions(false, &conditions_v4)?,
+            nft_conditions(true, &conditions_v6)?,
+        ),
+        Backend::Iptables => Default::default(),
+    };
     let (container_v4, container_v6) = match &prev {
         Some(prev) => container_ips(prev, &req.ifname),
         None => (None, None),
@@ -186,8 +207,10 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
             masq_all: masq_all.unwrap_or(false),
             mark_masq_bit,
             external_set_mark_chain: external.map(str::to_string),
-            conditions_v4: nonempty_conditions(cond4),
-            conditions_v6: nonempty_conditions(cond6),
+            conditions_v4,
+            conditions_v6,
+            nft_conditions_v4,
+            nft_conditions_v6,
             mappings,
             container_v4,
             container_v6,
@@ -200,6 +223,12 @@ pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option
 /// entry is empty when detecting its backend; iptables drops empty words).
 fn nonempty_conditions(c: Option<Vec<String>>) -> Vec<String> {
     c.unwrap_or_default().into_iter().filter(|w| !w.is_empty()).collect()
+}
+
+/// `conditionsV4`/`conditionsV6` as the nftables backend's match expressions.
+fn nft_conditions(v6: bool, words: &[String]) -> Result<Conditions, Error> {
+    let key = if v6 { "conditionsV6" } else { "conditionsV4" };
+    Conditions::parse(nft_shape::family(v6), words).map_err(|e| bad(format!("{key}: {e}")))
 }
 
 fn mappings(obj: &Map<String, Value>) -> Result<Vec<PortMapping>, Error> {

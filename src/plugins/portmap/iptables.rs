@@ -493,6 +493,8 @@ mod tests {
             external_set_mark_chain: None,
             conditions_v4: vec![],
             conditions_v6: vec![],
+            nft_conditions_v4: Default::default(),
+            nft_conditions_v6: Default::default(),
             mappings,
             container_v4: None,
             container_v6: None,

@@ -8,7 +8,8 @@
 //! * [`iptables`]: the reference 1.1.1 iptables layout, one `iptables-restore` per change.
 //!
 //! ADD, per family with a container address: refuse a host port another attachment already
-//! forwards, set up the rules, drop stale UDP conntrack entries of the mapped ports, and
+//! forwards, set up the rules (the two under a host-wide lock, so concurrent ADDs of one
+//! port cannot both pass the check), drop stale UDP conntrack entries of the mapped ports, and
 //! (IPv4 with `snat`) let 127/8 cross into the container (`route_localnet`). DEL removes the
 //! attachment's rules from both backends (a node may have switched), needs no netns and no
 //! prevResult, and is idempotent. CHECK verifies the rules; GC removes the rules of
@@ -21,6 +22,7 @@ use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::{self, Handle};
+use crate::plugins::host_lock;
 use crate::plugins::xtables::Family;
 use crate::sysctl;
 use config::{Backend, Conf, Protocol};
@@ -28,6 +30,11 @@ use ipnetwork::IpNetwork;
 use std::net::IpAddr;
 
 pub struct Portmap;
+
+/// Serialises the ADDs of a host (of every namespace: portmap runs in the host's own, and
+/// the private host namespaces of tests just take turns) from the taken-port check until
+/// the rules are in, whichever backend holds them.
+const PORTS_LOCK: &str = "portmap.lock";
 
 /// Whose rules: the reference names iptables chains after network and container ID, and
 /// nftables rules after the container ID alone.
@@ -73,6 +80,9 @@ impl Plugin for Portmap {
             return Ok(prev);
         }
         let att = attachment(req);
+        // The check and the rules under one lock: otherwise two ADDs asking for one port
+        // could both pass the check before either has its rules.
+        let ports = host_lock::exclusive(PORTS_LOCK)?;
         // Refused before anything changes, so a failed ADD leaves nothing behind.
         for container in conf.container_ips() {
             refuse_taken_ports(&conf, att, container)?;
@@ -89,6 +99,7 @@ impl Plugin for Portmap {
             }
             return Err(e);
         }
+        drop(ports);
         // After the rules, so new packets take them. Failures are informative only, as in
         // the reference: the mapping works, old flows just linger until they time out.
         if let Err(e) = delete_stale_udp(&conf) {

@@ -4,7 +4,7 @@
 use super::config::Conf;
 use super::{Attachment, Claim};
 use crate::cni::Error;
-use crate::netlink::nftables::shapes::portmap::{self as shape, Conditions, Forward, HostPort};
+use crate::netlink::nftables::shapes::portmap::{self as shape, Forward, HostPort};
 use crate::netlink::nftables::{Family, Nftables, RuleInfo, Transaction};
 use ipnetwork::IpNetwork;
 use std::rc::Rc;
@@ -112,12 +112,6 @@ fn is_attachments(r: &RuleInfo, att: &Attachment) -> bool {
 pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
     let v6 = container.is_ipv6();
     let family = shape::family(v6);
-    let conditions = Conditions::parse(family, conf.conditions(v6)).map_err(|e| {
-        Error::internal(format!(
-            "failed to parse config: {}: {e}",
-            if v6 { "conditionsV6" } else { "conditionsV4" }
-        ))
-    })?;
     let nft = open()?;
     let now = shape::state(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
     let ours = |r: &RuleInfo| is_attachments(r, &att);
@@ -128,7 +122,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
         .collect();
     let have_masq: Vec<&RuleInfo> = now.rules_of(shape::MASQUERADING).collect();
     let mut tx = Transaction::new();
-    tx.declare(&shape::layout(family, &conditions, conf.snat), &now);
+    tx.declare(&shape::layout(family, conf.nft_conditions(v6), conf.snat), &now);
     for f in forwards(conf, container) {
         if !have_forwards.contains(&f) {
             shape::forward(&mut tx, family, &f, att.container_id, att.network);

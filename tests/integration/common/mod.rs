@@ -61,6 +61,18 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
+/// User `NETLINK_NETFILTER` sockets in a `/proc/net/netlink` table (port id 0 is the
+/// kernel's own socket).
+pub fn user_netfilter_sockets(netlink_table: &str) -> usize {
+    const NETLINK_NETFILTER: &str = "12";
+    netlink_table
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|cols| cols.get(1) == Some(&NETLINK_NETFILTER) && cols.get(2) != Some(&"0"))
+        .count()
+}
+
 /// A named network namespace (bind-mounted under /run/netns by `ip netns add`), deleted on drop.
 pub struct Netns {
     pub name: String,
@@ -116,6 +128,13 @@ impl Netns {
             .iter()
             .map(|l| l["ifname"].as_str().unwrap().to_string())
             .collect()
+    }
+
+    /// Netfilter netlink sockets open in this namespace (see [`user_netfilter_sockets`]).
+    pub fn netfilter_sockets(&self) -> usize {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, "cat", "/proc/net/netlink"]);
+        user_netfilter_sockets(&run_ok(&mut c))
     }
 
     pub fn has_link(&self, name: &str) -> bool {

@@ -693,6 +693,85 @@ fn on_an_iptables_legacy_host_processes_only_where_something_is_read_or_changed(
     assert!(execs(&env, &path, "ADD", &fw_conf("1.0.0", json!({}), &no_ips)).is_empty());
 }
 
+/// A legacy host's PATH (see [`legacy_path`]) whose `iptables-restore` succeeds for its
+/// first `ok4` runs and then fails, and `ip6tables-restore` likewise after `ok6`: a
+/// failure where the kernel would give one (a restore applies all of its lines or none).
+fn failing_legacy_path(env: &TestEnv, name: &str, ok4: u32, ok6: u32) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = env.tmp.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (v, ok) in [("iptables", ok4), ("ip6tables", ok6)] {
+        std::os::unix::fs::symlink(format!("/usr/sbin/{v}-legacy-save"), dir.join(format!("{v}-save"))).unwrap();
+        let script = dir.join(format!("{v}-restore"));
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nn=$(cat \"$0.runs\" 2>/dev/null || echo 0)\necho $((n + 1)) > \"$0.runs\"\n\
+                 [ \"$n\" -lt {ok} ] || {{ echo \"$0: injected failure\" >&2; exit 1; }}\n\
+                 exec /usr/sbin/{v}-legacy-restore \"$@\"\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display())
+}
+
+/// Regression: a failed ADD removed the attachment's record even when undoing its rules
+/// failed (DEL without prevResult and GC then could not find them), and even when the
+/// record was an earlier successful ADD's whose rules stay.
+#[test]
+fn a_failed_add_leaves_nothing_or_the_record_its_rules_need() {
+    let env = TestEnv::new();
+    let call = |path: &str, verb: &str, conf: &Value| {
+        env.tool("firewall")
+            .env("PATH", path)
+            .exec(verb, "ctr", "/run/netns/gone", "eth0", &confined(&env, conf))
+    };
+    let record = env.data_dir.join("firewall").join(NET).join("ctr-eth0");
+    let rules = || -> Vec<String> {
+        filter_state(&env.host, "iptables-legacy-save")
+            .into_iter()
+            .filter(|l| l.contains("10.88.0.2"))
+            .collect()
+    };
+    let dual = fw_conf("1.0.0", json!({}), &prev("1.0.0"));
+    let want = "ip6tables-restore --noflush: ";
+
+    // IPv4's rules are made, IPv6's fail, IPv4's are undone: nothing is left
+    let out = call(&failing_legacy_path(&env, "undo-works", 2, 0), "ADD", &dual);
+    assert!(out.failure(999).contains(want), "{out:?}");
+    assert_eq!(rules(), Vec::<String>::new());
+    assert!(!record.exists(), "the record of a fully undone ADD stays");
+
+    // the undo fails too: the rules stay, and so does the record that finds them
+    let out = call(&failing_legacy_path(&env, "undo-fails", 1, 0), "ADD", &dual);
+    assert!(out.failure(999).contains(want), "{out:?}");
+    assert_eq!(rules().len(), 2, "IPv4's accept rules were made");
+    assert!(record.exists(), "the record went while its rules stayed");
+    let good = legacy_path(&env);
+    call(&good, "DEL", &fw_conf("1.0.0", json!({}), &Value::Null)).success();
+    assert_eq!(
+        rules(),
+        Vec::<String>::new(),
+        "DEL without prevResult found them by the record"
+    );
+    assert!(!record.exists());
+
+    // an earlier ADD's record stays when a later ADD of the attachment fails and is undone
+    let mut v4_only = prev("1.0.0");
+    v4_only["ips"].as_array_mut().unwrap().truncate(1);
+    call(&good, "ADD", &fw_conf("1.0.0", json!({}), &v4_only)).success();
+    let earlier = std::fs::read_to_string(&record).unwrap();
+    let out = call(&failing_legacy_path(&env, "again", 2, 0), "ADD", &dual);
+    assert!(out.failure(999).contains(want), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&record).ok(), Some(earlier));
+    assert_eq!(rules().len(), 2, "the earlier ADD's rules stay");
+    call(&good, "DEL", &fw_conf("1.0.0", json!({}), &Value::Null)).success();
+    assert_eq!(rules(), Vec::<String>::new());
+    assert!(!record.exists());
+}
+
 #[test]
 fn gc_and_status_succeed() {
     let env = TestEnv::new();

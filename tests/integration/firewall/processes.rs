@@ -161,6 +161,14 @@ fn assert_no_process(env: &TestEnv, what: &str, applet: &str, verb: &str, id: &s
     );
     assert!(execs[0].contains(applet), "{execs:?}");
     assert!(forks.is_empty(), "{what} {verb} started processes: {forks:#?}");
+    // The plugin's netfilter socket outlives it only until the kernel frees it (it is not
+    // closed the usual, waiting way: see `netlink::netfilter::release`).
+    wait_until(|| env.host.netfilter_sockets() == 0);
+    assert_eq!(
+        env.host.netfilter_sockets(),
+        0,
+        "{what} {verb}: a netfilter socket stayed open"
+    );
 }
 
 #[test]

@@ -565,3 +565,43 @@ fn a_rule_dump_outlasts_a_burst_of_commits_by_another_writer() {
     let commits = writer.join().unwrap();
     assert!(dumps > 0 && commits > 10, "dumps {dumps}, commits {commits}");
 }
+
+/// User `NETLINK_NETFILTER` sockets open in the calling thread's namespace.
+fn netfilter_sockets() -> usize {
+    common::user_netfilter_sockets(&std::fs::read_to_string("/proc/thread-self/net/netlink").unwrap())
+}
+
+/// A dropped socket is not closed the kernel's usual way (that close waits for the
+/// namespace's pending destroy work, an RCU grace period after every deletion): it is
+/// handed to the kernel's collector of unix sockets. The collector must really free it,
+/// also right after a commit that deleted rules, and nothing may stay open behind.
+#[test]
+fn a_dropped_socket_is_freed_by_the_kernel_after_a_deleting_commit() {
+    let nl = private_netns();
+    let mut tx = Transaction::new();
+    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
+    masquerade::masquerade(
+        &mut tx,
+        "10.0.0.2".parse().unwrap(),
+        "10.0.0.0/16".parse().unwrap(),
+        "c1",
+    );
+    nl.commit(tx).unwrap();
+    let mut tx = Transaction::new();
+    for (handle, _) in masquerade::rules(&nl).unwrap() {
+        tx.delete_rule(masquerade::FAMILY, masquerade::TABLE, masquerade::CHECKS, handle);
+    }
+    nl.commit(tx).unwrap();
+    let second = Nftables::current().unwrap();
+    let shared = Nftables::shared().unwrap();
+    shared.generation().unwrap();
+    assert_eq!(netfilter_sockets(), 3);
+    drop((nl, second, shared));
+    cnibox::netlink::nftables::close_shared();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while netfilter_sockets() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(netfilter_sockets(), 0, "a dropped netfilter socket was never freed");
+    assert!(masquerade::rules(&Nftables::current().unwrap()).unwrap().is_empty());
+}
