@@ -13,6 +13,7 @@
 //! Each variant's rules are changed with that variant's tools (`iptables-nft-restore`,
 //! `iptables-legacy-restore`, or plain `iptables-restore` when it is that variant).
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use super::firewall_tools::{err, find_tool, missing_tool, Error};
 use super::xtables::Family as IpVersion;
@@ -40,8 +41,20 @@ pub struct Tools {
     pub variant: Variant,
 }
 
-/// Which variant plain `iptables-restore` is: the multi-binary it resolves to says.
+/// Which variant plain `iptables-restore` is: the multi-binary it resolves to says. Looked
+/// up once per process and IP version (PATH and the installed tools do not change under a
+/// plugin call; a chain runner's in-process plugins share the answer).
 fn plain_variant(v: IpVersion) -> Option<(PathBuf, Variant)> {
+    static V4: OnceLock<Option<(PathBuf, Variant)>> = OnceLock::new();
+    static V6: OnceLock<Option<(PathBuf, Variant)>> = OnceLock::new();
+    let once = match v {
+        IpVersion::V4 => &V4,
+        IpVersion::V6 => &V6,
+    };
+    once.get_or_init(|| look_up_plain_variant(v)).clone()
+}
+
+fn look_up_plain_variant(v: IpVersion) -> Option<(PathBuf, Variant)> {
     let plain = find_tool(&format!("{}-restore", v.tool()))?;
     let real = std::fs::canonicalize(&plain).unwrap_or_else(|_| plain.clone());
     let name = real

@@ -37,6 +37,21 @@ pub fn read(family: Family, table: &'static str) -> Result<Snapshot, Error> {
     let op = || format!("read {} table {table}", family.tool());
     let nft = Nftables::shared().map_err(|e| err(op(), e))?;
     let read = shape::read(&nft, family.nf_family(), table).map_err(|e| err(op(), e))?;
+    Ok(snapshot(family, table, read))
+}
+
+/// [`read`], or None when the table has no chain `chain` (its rules then go unread).
+fn read_where(family: Family, table: &'static str, chain: Option<&str>) -> Result<Option<Snapshot>, Error> {
+    let Some(chain) = chain else {
+        return read(family, table).map(Some);
+    };
+    let op = || format!("read {} table {table}", family.tool());
+    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
+    let read = shape::read_if_chain(&nft, family.nf_family(), table, chain).map_err(|e| err(op(), e))?;
+    Ok(read.map(|r| snapshot(family, table, r)))
+}
+
+fn snapshot(family: Family, table: &'static str, read: XtTable) -> Snapshot {
     let mut saved = Table::default();
     for c in &read.chains {
         let policy = match c.policy {
@@ -54,12 +69,12 @@ pub fn read(family: Family, table: &'static str) -> Result<Snapshot, Error> {
         };
         saved.rules.push((r.chain.clone(), words));
     }
-    Ok(Snapshot {
+    Snapshot {
         family,
         table,
         read,
         saved,
-    })
+    }
 }
 
 /// Applies `script` to the table `snap` was read from, in one transaction (all lines or
@@ -114,14 +129,55 @@ const ATTEMPTS: usize = 50;
 /// `iptables-restore --noflush` after one `iptables-save`. Returns the script applied.
 pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
     if !super::iptables::over_netlink(family) {
-        let script = plan(&super::xtables::save(family, table)?);
-        return super::xtables::restore(family, &script).map(|_| script);
+        return save_plan_restore(family, table, plan);
     }
+    let done = change_over_netlink(family, table, None, plan)?;
+    // with no chain required, every read is a table
+    Ok(done.expect("a read without a required chain"))
+}
+
+/// [`change`] where the chain `chain` exists, and nothing (Ok(None)) where it provably does
+/// not (DEL: nothing was set up). On an iptables-nft host the read that plans the change
+/// decides, in the same dump of the chains; on an iptables-legacy host the kernel's list of
+/// the tables in use ([`chain_locations_in`](super::iptables::chain_locations_in)), so no
+/// process runs where nothing can be.
+pub fn change_where_chain(
+    family: Family,
+    table: &'static str,
+    chain: &str,
+    plan: impl Fn(&Table) -> Script,
+) -> Result<Option<Script>, Error> {
+    if super::iptables::over_netlink(family) {
+        return change_over_netlink(family, table, Some(chain), plan);
+    }
+    // a failed look is no proof: read with iptables-save then
+    let may_exist = super::iptables::chain_locations_in(family, table, chain).map_or(true, |found| !found.is_empty());
+    if !may_exist {
+        return Ok(None);
+    }
+    save_plan_restore(family, table, plan).map(Some)
+}
+
+fn save_plan_restore(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
+    let script = plan(&super::xtables::save(family, table)?);
+    super::xtables::restore(family, &script).map(|_| script)
+}
+
+/// Read, plan and apply until no commit came in between; None when `chain` is given and
+/// the table lacks it.
+fn change_over_netlink(
+    family: Family,
+    table: &'static str,
+    chain: Option<&str>,
+    plan: impl Fn(&Table) -> Script,
+) -> Result<Option<Script>, Error> {
     for _ in 0..ATTEMPTS {
-        let snap = read(family, table)?;
+        let Some(snap) = read_where(family, table, chain)? else {
+            return Ok(None);
+        };
         let script = plan(&snap.saved);
         if apply(&snap, &script)? {
-            return Ok(script);
+            return Ok(Some(script));
         }
     }
     Err(err(

@@ -344,15 +344,7 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), AddFailed> {
 }
 
 fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
-    // a family whose CNI-FORWARD provably does not exist has nothing to delete: no process
-    let families: BTreeSet<Family> = families(addresses)
-        .into_iter()
-        .filter(|f| {
-            // a failed look is no proof: read with iptables-save then
-            crate::plugins::iptables::chain_locations_in(*f, iptables::TABLE, iptables::PRIV_CHAIN)
-                .map_or(true, |found| !found.is_empty())
-        })
-        .collect();
+    let families = families(addresses);
     if families.is_empty() {
         return Ok(());
     }
@@ -360,7 +352,11 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
     let mut first = None;
     for family in families {
         let doomed = of_family(addresses, family);
-        let step = iptables_nft::change(family, iptables::TABLE, |table| iptables::plan_del(table, &doomed));
+        // a family whose CNI-FORWARD provably does not exist has nothing to delete: no
+        // process, and on the netlink path the one read that would plan the change tells
+        let step = iptables_nft::change_where_chain(family, iptables::TABLE, iptables::PRIV_CHAIN, |table| {
+            iptables::plan_del(table, &doomed)
+        });
         if let Err(e) = step {
             eprintln!("cnibox firewall: DEL: {e}");
             first.get_or_insert(e);

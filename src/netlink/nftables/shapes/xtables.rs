@@ -121,13 +121,26 @@ fn builtin(table: &str, chain: &str) -> Option<(ChainType, Hook, i32)> {
 
 /// Reads `table` of `family` (Ip or Ip6): one dump of its chains, one of its rules.
 pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
+    read_where(nft, family, table, None).map(Option::unwrap_or_default)
+}
+
+/// [`read`], or None, without reading the rules, when the table has no chain `chain`
+/// (DEL: nothing of the caller's can be there; one chain dump decides and serves the read).
+pub fn read_if_chain(nft: &Nftables, family: Family, table: &str, chain: &str) -> Result<Option<XtTable>> {
+    read_where(nft, family, table, Some(chain))
+}
+
+fn read_where(nft: &Nftables, family: Family, table: &str, needed: Option<&str>) -> Result<Option<XtTable>> {
     let generation = nft.generation()?;
     let chains = nft.chains(family, table)?;
+    if needed.is_some_and(|n| !chains.iter().any(|c| c.name == n)) {
+        return Ok(None);
+    }
     if chains.is_empty() && !nft.has_table(family, table)? {
-        return Ok(XtTable {
+        return Ok(Some(XtTable {
             generation,
             ..XtTable::default()
-        });
+        }));
     }
     let rules = nft
         .table_rules(family, table)?
@@ -140,12 +153,12 @@ pub fn read(nft: &Nftables, family: Family, table: &str) -> Result<XtTable> {
             handle: r.handle,
         })
         .collect();
-    Ok(XtTable {
+    Ok(Some(XtTable {
         generation,
         exists: true,
         chains: chains.iter().map(xt_chain).collect(),
         rules,
-    })
+    }))
 }
 
 fn xt_chain(c: &ChainInfo) -> XtChain {
