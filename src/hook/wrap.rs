@@ -322,6 +322,25 @@ mod tests {
             let args = if *opt == "--runtime" { &args[2..] } else { &args[..] };
             assert!(<WrapArgs as argh::FromArgs>::from_args(&["w"], args).is_ok(), "{opt}");
         }
+        // and every option argh accepts is named here (one left out would end the
+        // wrapper's arguments early, passing it and its value to runc)
+        let help = match <WrapArgs as argh::FromArgs>::from_args(&["w"], &["--help"]) {
+            Err(early) => early.output,
+            Ok(_) => panic!("--help parsed as arguments"),
+        };
+        let accepted: Vec<&str> = help
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(|w| w.trim_end_matches(','))
+            .filter(|w| w.starts_with("--") && *w != "--help")
+            .collect();
+        assert!(!accepted.is_empty(), "no options in the help text:\n{help}");
+        for opt in accepted {
+            assert!(
+                OWN_OPTIONS.contains(&opt),
+                "{opt} is an option of oci-wrap but not in OWN_OPTIONS"
+            );
+        }
     }
 
     #[test]
