@@ -21,6 +21,7 @@ pub mod nftables;
 use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::conntrack::Conntrack;
+use crate::netlink::nftables::TableState;
 use crate::netlink::{self, Handle};
 use crate::plugins::host_lock;
 use crate::plugins::xtables::Family;
@@ -83,13 +84,18 @@ impl Plugin for Portmap {
         // The check and the rules under one lock: otherwise two ADDs asking for one port
         // could both pass the check before either has its rules.
         let ports = host_lock::exclusive(PORTS_LOCK)?;
-        // Refused before anything changes, so a failed ADD leaves nothing behind.
-        for container in conf.container_ips() {
-            refuse_taken_ports(&conf, att, container)?;
-        }
-        let done = conf
+        // Each family's nftables table read once, for the check and the forwards.
+        let tables = conf
             .container_ips()
-            .try_for_each(|container| forward(&conf, att, container));
+            .map(|container| Ok((container, nftables::read(container.is_ipv6())?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        // Refused before anything changes, so a failed ADD leaves nothing behind.
+        for (container, table) in &tables {
+            refuse_taken_ports(&conf, att, *container, table.as_ref())?;
+        }
+        let done = tables
+            .iter()
+            .try_for_each(|(container, table)| forward(&conf, att, *container, table.as_ref()));
         if let Err(e) = done {
             if let Err(undo) = teardown(att) {
                 eprintln!(
@@ -151,10 +157,10 @@ impl Plugin for Portmap {
     }
 }
 
-/// One family: the rules, then route_localnet.
-fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+/// One family: the rules, then route_localnet. `table`: the family's nftables table as read.
+fn forward(conf: &Conf, att: Attachment, container: IpNetwork, table: Option<&TableState>) -> Result<(), Error> {
     match conf.backend {
-        Backend::Nftables => nftables::forward(conf, att, container)?,
+        Backend::Nftables => nftables::forward(conf, att, container, table)?,
         Backend::Iptables => iptables::forward(conf, att, container)?,
     }
     if conf.snat && container.is_ipv4() {
@@ -164,10 +170,16 @@ fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Err
 }
 
 /// Fail when a host port of this family is already forwarded by another attachment: the
-/// kernel would send every connection to whichever rule comes first.
-fn refuse_taken_ports(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+/// kernel would send every connection to whichever rule comes first. `table`: the family's
+/// nftables table as read (None: no nf_tables, so no forwards there).
+fn refuse_taken_ports(
+    conf: &Conf,
+    att: Attachment,
+    container: IpNetwork,
+    table: Option<&TableState>,
+) -> Result<(), Error> {
     let v6 = container.is_ipv6();
-    let mut claims = nftables::claims(v6)?;
+    let mut claims = table.map(|t| nftables::claims(v6, t)).unwrap_or_default();
     let family = if v6 { Family::V6 } else { Family::V4 };
     claims.extend(iptables::claims(family)?);
     // The same container on another network may forward the same port (one runtime call

@@ -5,7 +5,7 @@ use super::config::Conf;
 use super::{Attachment, Claim};
 use crate::cni::Error;
 use crate::netlink::nftables::shapes::portmap::{self as shape, Forward, HostPort};
-use crate::netlink::nftables::{Family, Nftables, RuleInfo, Transaction};
+use crate::netlink::nftables::{Family, Nftables, RuleInfo, TableState, Transaction};
 use ipnetwork::IpNetwork;
 use std::rc::Rc;
 
@@ -68,17 +68,29 @@ fn masquerade_sources(conf: &Conf, container: IpNetwork) -> Vec<IpNetwork> {
     out
 }
 
-/// The host ports the table of this family forwards (rules of the reference included).
-pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
+/// The table of this family as it is now, read once for the host-port check and the
+/// forwards of one ADD (each dump of a table of some hundred rules costs the kernel and us
+/// a millisecond); None when the kernel has no nf_tables.
+pub fn read(v6: bool) -> Result<Option<TableState>, Error> {
     let Some(nft) = open_if_present()? else {
-        return Ok(vec![]);
+        return Ok(None);
     };
+    shape::state(&nft, shape::family(v6))
+        .map(Some)
+        .map_err(|e| Error::internal(format!("nftables: {e}")))
+}
+
+/// The host ports `now` (this family's table) forwards (rules of the reference included).
+pub fn claims(v6: bool, now: &TableState) -> Vec<Claim> {
     let family = shape::family(v6);
     let mut out = vec![];
-    let rules = shape::container_rules(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
     // forwards are in hostports, and in hostip_hostports where older versions put them
-    for r in rules.into_iter().filter(|r| r.chain != shape::MASQUERADING) {
-        let Some(f) = shape::forwarded(family, &r) else {
+    for r in now
+        .rules
+        .iter()
+        .filter(|r| r.chain == shape::HOSTPORTS || r.chain == shape::HOSTIP_HOSTPORTS)
+    {
+        let Some(f) = shape::forwarded(family, r) else {
             continue;
         };
         let Some(protocol) = super::config::Protocol::from_number(f.host.protocol) else {
@@ -93,10 +105,10 @@ pub fn claims(v6: bool) -> Result<Vec<Claim>, Error> {
                 (Some(id), None) => format!("container {id}"),
                 (None, _) => format!("an uncommented rule in {family} {} {}", shape::TABLE, r.chain),
             },
-            container_id: r.comment,
+            container_id: r.comment.clone(),
         });
     }
-    Ok(out)
+    out
 }
 
 /// Whether `r` is one of the attachment's rules: commented with its container and tagged
@@ -108,12 +120,21 @@ fn is_attachments(r: &RuleInfo, att: &Attachment) -> bool {
 
 /// Set up forwarding to `container` (one family) in one transaction. Rules this
 /// attachment already has are kept, not repeated (an ADD may be repeated); the same
-/// container's rules for another network are that attachment's, not these.
-pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
+/// container's rules for another network are that attachment's, not these. `read` is the
+/// family's table as [`read`] found it under the host-port lock (None: no nf_tables, and
+/// the read here fails saying so).
+pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork, read: Option<&TableState>) -> Result<(), Error> {
     let v6 = container.is_ipv6();
     let family = shape::family(v6);
     let nft = open()?;
-    let now = shape::state(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
+    let fresh;
+    let now = match read {
+        Some(now) => now,
+        None => {
+            fresh = shape::state(&nft, family).map_err(|e| Error::internal(format!("nftables: {e}")))?;
+            &fresh
+        }
+    };
     let ours = |r: &RuleInfo| is_attachments(r, &att);
     let have_forwards: Vec<Forward> = now
         .rules_of(shape::HOSTPORTS)
@@ -122,7 +143,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
         .collect();
     let have_masq: Vec<&RuleInfo> = now.rules_of(shape::MASQUERADING).collect();
     let mut tx = Transaction::new();
-    tx.declare(&shape::layout(family, conf.nft_conditions(v6), conf.snat), &now);
+    tx.declare(&shape::layout(family, conf.nft_conditions(v6), conf.snat), now);
     for f in forwards(conf, container) {
         if !have_forwards.contains(&f) {
             shape::forward(&mut tx, family, &f, att.container_id, att.network);
