@@ -1,37 +1,33 @@
 #!/usr/bin/env python3
-"""runtime-trace.py PERF-DATA RUNS: what cnibox's Docker runtime adds per `docker run`, from
-the kernel's process events (perf record -e sched:sched_process_{fork,exec,exit}).
+"""runtime-trace.py PERF-DATA: what cnibox's Docker runtime adds per `docker run`, from the
+kernel's process events (perf record -e sched:sched_process_{fork,exec,exit}) of alternating
+`docker run --rm --runtime cnibox` and plain `docker run --rm` calls, then hook pairs alone.
 
 `docker run --rm` spreads ±50 ms on a small VM, so the difference of two series' medians
-cannot resolve a few milliseconds. The runtime's own work is few, well-delimited spans on
-the container's critical path, and the kernel timestamps each of them:
+cannot resolve a few milliseconds. What the runtime changes is a few spans on the
+container's critical path, and the kernel timestamps each of them:
   * oci-wrap: from its exec to its exec of runc (every runtime call goes through it);
-  * runc starting a hook: from runc's fork to the hook's exec;
-  * the hooks: from exec to exit, inside Docker (parent runc) and the same ADD and DEL alone
-    (parent bash, the bench's hook loop): what Docker's hooks cost beyond the hooks' own
-    work is the difference.
-Prints one `name value` line per figure (ms per docker run, or per hook ADD+DEL pair).
+  * runc: its processes' lifetimes in a cnibox run, without the hooks it waits for, against
+    the same in a plain run (the hooks' entries in config.json: forking them, feeding them
+    the state, waiting);
+  * the hooks: exec to exit inside Docker (parent runc), against the same ADD and DEL alone
+    (parent bash, the bench's hook pairs): what Docker's hooks cost beyond their own work.
+Prints `name value` lines: ms per docker run (medians over runs; the hooks alone per pair).
 """
 import collections
+import statistics
 import subprocess
 import sys
 
-data, runs = sys.argv[1], int(sys.argv[2])
 lines = subprocess.run(
-    ["perf", "script", "-i", data, "-F", "comm,pid,time,event,trace"],
+    ["perf", "script", "-i", sys.argv[1], "-F", "comm,pid,time,event,trace"],
     capture_output=True, text=True, check=True,
 ).stdout.splitlines()
 
-parent_of = {}      # pid -> the comm of the process that forked it
-forked_at = {}      # pid -> time of its fork
-wrapper_exec = {}   # pid -> time oci-wrap was exec'd
-hook_exec = {}      # pid -> (time of exec, the parent's comm)
-spans = collections.defaultdict(float)
-counts = collections.Counter()
-
-def fields(trace):
-    return dict(f.split("=", 1) for f in trace.split() if "=" in f)
-
+parent = {}       # pid -> comm of the process that forked it
+running = {}      # pid -> (exec time, exec'd name)
+spans = []        # (start, end, name, parent comm): one per exec'd program
+clients = []      # (start, end) of each `docker` client call, in order
 for line in lines:
     head, _, trace = line.partition(": sched:")
     parts = head.split()
@@ -39,38 +35,35 @@ for line in lines:
         continue
     comm, pid, t = parts[0], parts[1], float(parts[2].rstrip(":"))
     event, _, rest = trace.partition(": ")
-    f = fields(rest)
+    f = dict(x.split("=", 1) for x in rest.split() if "=" in x)
     if event == "sched_process_fork":
-        child = f.get("child_pid")
-        parent_of[child] = comm
-        forked_at[child] = t
+        parent[f.get("child_pid")] = comm
     elif event == "sched_process_exec":
-        name = f.get("filename", "").rsplit("/", 1)[-1]
-        if pid in wrapper_exec:                       # oci-wrap handing over to runc
-            spans["wrapper"] += t - wrapper_exec.pop(pid)
-            counts["wrapper"] += 1
-        if name == "oci-wrap":
-            wrapper_exec[pid] = t
-        elif name == "cnibox":                        # a hook: runc execs `cnibox oci-hook …`
-            parent = parent_of.get(pid, "?")
-            hook_exec[pid] = (t, parent)
-            if parent == "runc" and pid in forked_at:
-                spans["hook_spawn"] += t - forked_at[pid]
-                counts["hook_spawn"] += 1
-    elif event == "sched_process_exit":
-        if pid in wrapper_exec:                       # a wrapper that never exec'd runc
-            spans["wrapper"] += t - wrapper_exec.pop(pid)
-            counts["wrapper"] += 1
-        if pid in hook_exec:
-            start, parent = hook_exec.pop(pid)
-            key = "hook_docker" if parent == "runc" else "hook_alone"
-            spans[key] += t - start
-            counts[key] += 1
+        if pid in running:                     # one program handing over to the next
+            start, name = running[pid]
+            spans.append((start, t, name, parent.get(pid)))
+        running[pid] = (t, f.get("filename", "").rsplit("/", 1)[-1])
+    elif event == "sched_process_exit" and pid in running:
+        start, name = running.pop(pid)
+        spans.append((start, t, name, parent.get(pid)))
+        if name == "docker":
+            clients.append((start, t))
 
-def per_run(key):
-    return spans[key] * 1000 / runs
+def total(window, name, parent_comm=None):
+    a, b = window
+    return sum((e - s) * 1000 for s, e, n, p in spans
+               if a <= s and e <= b and n == name and (parent_comm is None or p == parent_comm))
 
-print(f"wrapper {per_run('wrapper'):.2f} {counts['wrapper'] / runs:.1f}")
-print(f"hook_spawn {per_run('hook_spawn'):.2f} {counts['hook_spawn'] / runs:.1f}")
-print(f"hook_docker {per_run('hook_docker'):.2f} {counts['hook_docker'] / runs:.1f}")
-print(f"hook_alone {per_run('hook_alone'):.2f} {counts['hook_alone'] / runs:.1f}")
+cnibox_runs, plain_runs = clients[0::2], clients[1::2]
+wrapper = [total(w, "oci-wrap") for w in cnibox_runs]
+hooks = [total(w, "cnibox", "runc") for w in cnibox_runs]
+runc_cnibox = [total(w, "runc") - h for w, h in zip(cnibox_runs, hooks)]
+runc_plain = [total(w, "runc") for w in plain_runs]
+alone = sorted((s, e) for s, e, n, p in spans if n == "cnibox" and p == "bash")
+pairs = [(a[1] - a[0] + b[1] - b[0]) * 1000 for a, b in zip(alone[0::2], alone[1::2])]
+median = statistics.median
+print(f"runs {len(cnibox_runs)} {len(plain_runs)}")
+print(f"wrapper {median(wrapper):.2f}")
+print(f"runc {median(runc_cnibox) - median(runc_plain):.2f}")
+print(f"hook_docker {median(hooks):.2f}")
+print(f"hook_alone {median(pairs) if pairs else 0:.2f}")
