@@ -394,6 +394,7 @@ impl Runtime {
             self.call(plugin, "delete", &stdin, &inv)?;
         }
         self.cache().remove(key)?;
+        lock::remove_attachment(&self.cache_dir, key);
         Ok(())
     }
 

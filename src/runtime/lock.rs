@@ -1,6 +1,10 @@
 //! Advisory locks in the cache dir, so two operations on one attachment never overlap and
-//! GC never runs beside an ADD or DEL of the same network. Lock files are never removed:
-//! deleting a lock file while another process waits on it would split the lock in two.
+//! GC never runs beside an ADD or DEL of the same network.
+//!
+//! An attachment's lock file goes with the attachment (a DEL removes it while holding it),
+//! or a node's churn would leave one file per container it ever ran. Removing a lock file
+//! that another process has opened and waits on would split the lock in two; so a lock is
+//! held only once the path still names the file that was locked, else it is taken again.
 use super::cache::Key;
 use nix::fcntl::{Flock, FlockArg};
 use std::fmt;
@@ -41,16 +45,37 @@ fn take(cache_dir: &Path, path: &Path, how: FlockArg) -> Result<Held, LockError>
             .create(dir)
             .map_err(|e| err(format!("create directory: {e}")))?;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| err(e.to_string()))?;
-    take_retry(file, how).map_err(|e| err(e.to_string()))
+    loop {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| err(e.to_string()))?;
+        let held = take_retry(file, how).map_err(|e| err(e.to_string()))?;
+        if still_named(&held, path) {
+            return Ok(held);
+        }
+        // removed (or replaced) by the DEL that held it while this process waited
+    }
+}
+
+/// Whether `path` still names the file `held` locked.
+fn still_named(held: &Held, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (held._lock.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(locked), Ok(named)) => locked.dev() == named.dev() && locked.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Removes the attachment's lock file; call it while holding the lock, once the attachment
+/// is gone. A process waiting on the removed file takes the lock again on a new one.
+pub fn remove_attachment(cache_dir: &Path, key: &Key) {
+    let _ = std::fs::remove_file(attachment_path(cache_dir, key));
 }
 
 fn take_retry(mut file: File, how: FlockArg) -> Result<Held, nix::errno::Errno> {
@@ -123,6 +148,33 @@ mod tests {
         );
         drop(held);
         assert!(Flock::lock(f, FlockArg::LockExclusiveNonblock).is_ok());
+    }
+
+    /// Regression: lock files were never removed, one per attachment a node ever had.
+    #[test]
+    fn a_removed_lock_file_is_not_a_lock_for_its_waiters() {
+        let d = tempfile::tempdir().unwrap();
+        let key = Key::new("n", "c", "eth0").unwrap();
+        let path = attachment_path(d.path(), &key);
+        let held = attachment(d.path(), &key).unwrap();
+        // another process's ADD of the same attachment, waiting on the file DEL holds
+        let waiter = std::thread::spawn({
+            let dir = d.path().to_path_buf();
+            let key = key.clone();
+            move || {
+                let (_net, one) = attachment(&dir, &key).unwrap();
+                one
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        remove_attachment(d.path(), &key);
+        assert!(!path.exists());
+        drop(held);
+        let theirs = waiter.join().unwrap();
+        // the waiter holds the lock on the file the path names now, so a third one is excluded
+        assert!(still_named(&theirs, &path), "the waiter locked the removed file");
+        let f = File::open(&path).unwrap();
+        assert!(Flock::lock(f, FlockArg::LockExclusiveNonblock).is_err());
     }
 
     #[test]

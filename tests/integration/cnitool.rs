@@ -402,6 +402,31 @@ fn del_uses_the_config_and_args_cached_at_add() {
     assert_eq!(tags(&w.take_records()), ["DEL:x"]);
 }
 
+/// Regression: every attachment a node ever had left its lock file in the cache dir.
+#[test]
+fn del_removes_the_attachments_lock_file() {
+    let w = World::new();
+    w.write_conf("lk.conflist", &conflist("lk", "1.0.0", vec![rec("a")]));
+    let locks = w.env.cache_dir.join("locks");
+    let attachment_locks = || {
+        std::fs::read_dir(&locks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n != "networks")
+            .collect::<Vec<_>>()
+    };
+    for i in 0..3 {
+        w.cnitool(&["add", "lk", &format!("/run/netns/lk{i}")]).run().success();
+    }
+    assert_eq!(attachment_locks().len(), 3, "{:?}", attachment_locks());
+    for i in 0..3 {
+        w.cnitool(&["del", "lk", &format!("/run/netns/lk{i}")]).run().success();
+    }
+    assert!(attachment_locks().is_empty(), "{:?}", attachment_locks());
+    // the network's own lock stays: it is one per network, and GC takes it
+    assert!(locks.join("networks/lk").exists());
+}
+
 #[test]
 fn del_works_when_the_config_file_is_gone() {
     let w = World::new();
