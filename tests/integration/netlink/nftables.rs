@@ -16,6 +16,22 @@ fn private_netns() -> Nftables {
     Nftables::current().unwrap()
 }
 
+/// A private namespace holding the masquerade layout and one rule (10.0.0.2 leaving
+/// 10.0.0.0/24) with `comment`.
+fn netns_with_one_masquerade_rule(comment: &str) -> Nftables {
+    let nl = private_netns();
+    let mut tx = Transaction::new();
+    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
+    masquerade::masquerade(
+        &mut tx,
+        "10.0.0.2".parse().unwrap(),
+        "10.0.0.0/24".parse().unwrap(),
+        comment,
+    );
+    nl.commit(tx).unwrap();
+    nl
+}
+
 fn nft(args: &[&str]) -> String {
     let out = Command::new("nft").args(args).output().unwrap();
     assert!(
@@ -369,16 +385,7 @@ fn a_failure_mid_batch_changes_nothing_and_names_the_message() {
 
 #[test]
 fn the_nft_binary_deletes_what_netlink_made() {
-    let nl = private_netns();
-    let mut tx = Transaction::new();
-    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
-    masquerade::masquerade(
-        &mut tx,
-        "10.0.0.2".parse().unwrap(),
-        "10.0.0.0/24".parse().unwrap(),
-        "one",
-    );
-    nl.commit(tx).unwrap();
+    let nl = netns_with_one_masquerade_rule("one");
     let (h, _) = masquerade::rules(&nl).unwrap()[0].clone();
     nft(&[
         "delete",
@@ -577,16 +584,7 @@ fn netfilter_sockets() -> usize {
 /// also right after a commit that deleted rules, and nothing may stay open behind.
 #[test]
 fn a_dropped_socket_is_freed_by_the_kernel_after_a_deleting_commit() {
-    let nl = private_netns();
-    let mut tx = Transaction::new();
-    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
-    masquerade::masquerade(
-        &mut tx,
-        "10.0.0.2".parse().unwrap(),
-        "10.0.0.0/16".parse().unwrap(),
-        "c1",
-    );
-    nl.commit(tx).unwrap();
+    let nl = netns_with_one_masquerade_rule("c1");
     let mut tx = Transaction::new();
     for (handle, _) in masquerade::rules(&nl).unwrap() {
         tx.delete_rule(masquerade::FAMILY, masquerade::TABLE, masquerade::CHECKS, handle);
