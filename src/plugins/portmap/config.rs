@@ -62,7 +62,7 @@ impl Protocol {
             .find(|p| p.number() == n)
     }
 
-    fn parse(s: &str) -> Option<Protocol> {
+    pub(super) fn parse(s: &str) -> Option<Protocol> {
         // iptables takes any case; the reference passes the string through.
         match s.to_ascii_lowercase().as_str() {
             "tcp" => Some(Protocol::Tcp),

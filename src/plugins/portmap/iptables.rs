@@ -179,13 +179,7 @@ fn nat_rules_of(t: &Table) -> Vec<NatRule> {
         .iter()
         .map(|(chain, rule)| NatRule {
             chain: chain.clone(),
-            protocol: arg(rule, "-p")
-                .and_then(|p| {
-                    [Protocol::Tcp, Protocol::Udp, Protocol::Sctp]
-                        .into_iter()
-                        .find(|x| x.name() == p)
-                })
-                .map(Protocol::number),
+            protocol: arg(rule, "-p").and_then(Protocol::parse).map(Protocol::number),
             destination: arg(rule, "-d").and_then(|d| d.split('/').next()?.parse().ok()),
             dport: arg(rule, "--dport").and_then(|p| p.parse().ok()),
             comment: arg(rule, "--comment").map(String::from),
