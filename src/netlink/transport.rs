@@ -79,7 +79,7 @@ impl Socket {
         Ok(Socket {
             sock,
             seq: Cell::new(1),
-            buf: RefCell::new(Vec::new()),
+            buf: RefCell::new(vec![0; RECV_LEN]),
         })
     }
 
@@ -95,9 +95,6 @@ impl Socket {
     /// One read: the messages it holds, parsed.
     fn recv(&self) -> Result<Vec<Nlmsghdr<u16, Buffer>>, TransportError> {
         let mut buf = self.buf.borrow_mut();
-        if buf.is_empty() {
-            buf.resize(RECV_LEN, 0);
-        }
         let (n, _) = self
             .sock
             .recv(&mut buf[..], Msg::empty())
@@ -108,7 +105,7 @@ impl Socket {
                 detail: "netlink socket read returned nothing".into(),
             });
         }
-        let mut cursor = Cursor::new(&buf[..n.min(RECV_LEN)]);
+        let mut cursor = Cursor::new(&buf[..n]);
         let mut out = Vec::new();
         while (cursor.position() as usize) < cursor.get_ref().len() {
             out.push(Nlmsghdr::from_bytes(&mut cursor).map_err(|e| socket_error(e.into()))?);
