@@ -171,13 +171,13 @@ fn two_containers_on_different_host_ports() {
 #[test]
 fn del_on_one_network_keeps_the_same_containers_forwards_on_another() {
     each_backend(|b| {
-        let node = Node::new();
-        let (a, prev) = node.container("ctr-a", false);
-        let _server = Server::start(&a, 80, "ctr-a");
-        let one = pm_conf(Some(b), json!([tcp(8080, 80)]), &prev, json!({}));
-        let mut two = pm_conf(Some(b), json!([tcp(8082, 80)]), &prev, json!({}));
-        two["name"] = json!("othernet");
-        node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &one).success();
+        let (node, a, one, _server) = one_container(b, false, json!([tcp(8080, 80)]));
+        let two = pm_conf(
+            Some(b),
+            json!([tcp(8082, 80)]),
+            &one["prevResult"],
+            json!({"name": "othernet"}),
+        );
         node.pm(Side::Cnibox, "ADD", "ctr-a", a.path_str(), &two).success();
         node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &one).success();
         assert_eq!(tcp_get(&node.client, sa(NODE_V4, 8080)), None);
