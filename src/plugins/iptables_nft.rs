@@ -94,8 +94,10 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
         match line {
             Op::NewChain(c) => w.new_chain(&mut tx, c),
             Op::DeleteChain(c) => w.delete_chain(&mut tx, c),
-            Op::InsertFirst(c, spec) => w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, true),
-            Op::Append(c, spec) => w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, false),
+            Op::InsertFirst(c, spec) | Op::Append(c, spec) => {
+                let first = matches!(line, Op::InsertFirst(..));
+                w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, first)
+            }
             Op::Delete(c, spec) => {
                 let found = snap
                     .read

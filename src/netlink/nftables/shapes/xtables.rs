@@ -498,8 +498,7 @@ pub fn decode(family: Family, exprs: &[Option<Expr>]) -> Option<XtRule> {
                     }),
                     _ => return None,
                 };
-                let again = encode(family, &rule);
-                return (again.len() == exprs.len() && again.iter().zip(&exprs).all(|(a, b)| a == *b)).then_some(rule);
+                return encode(family, &rule).iter().eq(exprs.iter().copied()).then_some(rule);
             }
             _ => return None,
         }
