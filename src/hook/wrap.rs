@@ -4,8 +4,9 @@
 //! symlink (runc and the hook's default directories; no shell script in between).
 //!
 //! On `create` and `run` it adds the createRuntime and poststop hooks to the bundle's
-//! `config.json` (replaced atomically, and only when they are not there yet), then execs the real runtime with the original
-//! arguments unchanged; every other subcommand goes straight to the runtime.
+//! `config.json` (replaced atomically, and only when they are not there yet), then execs
+//! the real runtime with the original arguments unchanged; every other subcommand goes
+//! straight to the runtime.
 //!
 //! Its own options end at `--` or at the first argument that is not one of them, so a
 //! Docker `runtimeArgs` list works with or without a trailing `--` (dockerd appends the
@@ -210,7 +211,7 @@ pub fn bundle_dir(sub_args: &[String], cwd: &Path) -> PathBuf {
 /// every container start on a busy disk.
 pub fn inject(bundle_dir: &Path, exe: &str, hook_args: &[String]) -> Result<(), String> {
     let config = bundle::read_bytes(bundle_dir)?;
-    let path = bundle_dir.join("config.json");
+    let path = bundle::config_path(bundle_dir);
     let added = bundle::add_hooks(&config, exe, hook_args).map_err(|e| format!("parse {}: {e}", path.display()))?;
     match added {
         None => Ok(()),
