@@ -432,4 +432,20 @@ mod tests {
             .unwrap_err()
             .contains("config.json"));
     }
+
+    #[test]
+    fn a_malformed_config_is_an_error_naming_it_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        let broken = br#"{"ociVersion":"1.0.2","hooks":{"prestart":[1}}"#;
+        std::fs::write(&path, broken).unwrap();
+        let e = inject(dir.path(), "/x", &[]).unwrap_err();
+        assert_eq!(e, format!("parse {}: mismatched bracket at byte 44", path.display()));
+        assert_eq!(std::fs::read(&path).unwrap(), broken);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left behind"
+        );
+    }
 }
