@@ -34,20 +34,20 @@ pub struct Snapshot {
 
 /// Reads `table` of `family` over netlink.
 pub fn read(family: Family, table: &'static str) -> Result<Snapshot, Error> {
-    let op = || format!("read {} table {table}", family.tool());
-    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    let read = shape::read(&nft, family.nf_family(), table).map_err(|e| err(op(), e))?;
-    Ok(snapshot(family, table, read))
+    // with no chain required, every read is a table
+    read_where(family, table, None).map(|s| s.expect("a read without a required chain"))
 }
 
-/// [`read`], or None when the table has no chain `chain` (its rules then go unread).
+/// [`read`], or None when `chain` is given and the table has no such chain (its rules then
+/// go unread).
 fn read_where(family: Family, table: &'static str, chain: Option<&str>) -> Result<Option<Snapshot>, Error> {
-    let Some(chain) = chain else {
-        return read(family, table).map(Some);
-    };
     let op = || format!("read {} table {table}", family.tool());
     let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    let read = shape::read_if_chain(&nft, family.nf_family(), table, chain).map_err(|e| err(op(), e))?;
+    let read = match chain {
+        None => shape::read(&nft, family.nf_family(), table).map(Some),
+        Some(chain) => shape::read_if_chain(&nft, family.nf_family(), table, chain),
+    }
+    .map_err(|e| err(op(), e))?;
     Ok(read.map(|r| snapshot(family, table, r)))
 }
 
@@ -94,8 +94,10 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
         match line {
             Op::NewChain(c) => w.new_chain(&mut tx, c),
             Op::DeleteChain(c) => w.delete_chain(&mut tx, c),
-            Op::InsertFirst(c, spec) => w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, true),
-            Op::Append(c, spec) => w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, false),
+            Op::InsertFirst(c, spec) | Op::Append(c, spec) => {
+                let first = matches!(line, Op::InsertFirst(..));
+                w.put_rule(&mut tx, c, &rule(spec).map_err(|e| err(op(), e))?, first)
+            }
             Op::Delete(c, spec) => {
                 let found = snap
                     .read

@@ -71,3 +71,29 @@ fn send_fds(sock: &UnixDatagram, fds: &[RawFd]) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// The hand-over works for any descriptor and really lets go of it: the write end of a
+    /// pipe, given to the collector, is freed (the reader sees end of file) although this
+    /// process never closed it the usual way.
+    #[test]
+    fn a_handed_over_descriptor_is_freed_by_the_kernel() {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        close_without_waiting(OwnedFd::from(writer));
+        let fd = reader.as_raw_fd();
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; 10 s is the collector's generous deadline.
+        let ready = unsafe { libc::poll(&mut poll, 1, 10_000) };
+        assert_eq!(ready, 1, "the write end was never freed");
+        let mut buf = [0u8; 1];
+        assert_eq!(reader.read(&mut buf).unwrap(), 0, "end of file: no writer left");
+    }
+}

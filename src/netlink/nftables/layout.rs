@@ -106,9 +106,5 @@ impl Transaction {
 
 /// Whether a dumped rule is `rule`: the same expressions and comment.
 fn is_rule(have: &RuleInfo, rule: &Rule) -> bool {
-    if have.comment.as_deref() != rule.comment {
-        return false;
-    }
-    let decoded = have.expressions();
-    decoded.len() == rule.exprs.len() && decoded.iter().zip(&rule.exprs).all(|(h, e)| h.as_ref() == Some(e))
+    have.comment.as_deref() == rule.comment && have.is_made_of(&rule.exprs)
 }

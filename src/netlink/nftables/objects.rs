@@ -157,6 +157,12 @@ impl RuleInfo {
             .collect()
     }
 
+    /// Whether the rule is made of exactly `exprs`, in order (every one of them decoded).
+    pub fn is_made_of(&self, exprs: &[Expr]) -> bool {
+        let have = self.expressions();
+        have.len() == exprs.len() && have.iter().zip(exprs).all(|(h, e)| h.as_ref() == Some(e))
+    }
+
     /// The kernel's names of the expressions, in order.
     pub fn expression_names(&self) -> Vec<String> {
         attrs(&self.raw_expressions)

@@ -63,6 +63,20 @@ fn nft_filter(env: &TestEnv) -> (String, String) {
     (list("ip"), list("ip6"))
 }
 
+/// `TOOL -w ARGS` in the test's host namespace, the arguments `|`-separated.
+fn ipt(env: &TestEnv, tool: &str, args: &str) {
+    let mut argv = vec![tool, "-w"];
+    argv.extend(args.split('|'));
+    env.host.exec(&argv);
+}
+
+/// Whether a rule of either family names an address of the container of [`prev`].
+fn names_the_container(v4: &[String], v6: &[String]) -> bool {
+    v4.iter()
+        .chain(v6)
+        .any(|l| l.contains("10.88.0.2") || l.contains("fd00::2"))
+}
+
 fn second() -> Value {
     let mut p = prev("1.0.0");
     p["ips"][0]["address"] = json!("10.88.0.3/24");
@@ -124,17 +138,12 @@ fn iptables_reads_checks_and_deletes_what_netlink_made() {
     let conf = fw_conf("1.0.0", json!({"ingressPolicy": "same-bridge"}), &prev("1.0.0"));
     fw(&env, "ADD", "x", &conf).success();
     assert_eq!(state(&env.host).0[..6], REFERENCE_V4[..6]);
-    let ipt = |tool: &str, args: &str| {
-        let mut argv = vec![tool, "-w"];
-        let words: Vec<String> = args.split('|').map(str::to_string).collect();
-        argv.extend(words.iter().map(String::as_str));
-        env.host.exec(&argv);
-    };
     // someone else's rule in CNI-FORWARD: cnibox's DEL leaves it
-    ipt("iptables", "-A|CNI-FORWARD|-p|tcp|--dport|22|-j|ACCEPT");
+    ipt(&env, "iptables", "-A|CNI-FORWARD|-p|tcp|--dport|22|-j|ACCEPT");
     for (tool, host) in [("iptables", "10.88.0.2/32"), ("ip6tables", "fd00::2/128")] {
-        ipt(tool, &format!("-C|CNI-FORWARD|-s|{host}|-j|ACCEPT"));
+        ipt(&env, tool, &format!("-C|CNI-FORWARD|-s|{host}|-j|ACCEPT"));
         ipt(
+            &env,
             tool,
             &format!("-D|CNI-FORWARD|-d|{host}|-m|conntrack|--ctstate|RELATED,ESTABLISHED|-j|ACCEPT"),
         );
@@ -144,10 +153,7 @@ fn iptables_reads_checks_and_deletes_what_netlink_made() {
     assert!(msg.starts_with("expected rule [-d "), "{msg}");
     fw(&env, "DEL", "x", &conf).success();
     let (v4, v6) = state(&env.host);
-    assert!(!v4
-        .iter()
-        .chain(&v6)
-        .any(|l| l.contains("10.88.0.2") || l.contains("fd00::2")));
+    assert!(!names_the_container(&v4, &v6));
     assert!(
         v4.contains(&"-A CNI-FORWARD -p tcp -m tcp --dport 22 -j ACCEPT".to_string()),
         "{v4:?}"
@@ -156,10 +162,12 @@ fn iptables_reads_checks_and_deletes_what_netlink_made() {
     fw(&env, "ADD", "x", &conf).success();
     for tool in ["iptables", "ip6tables"] {
         ipt(
+            &env,
             tool,
             "-D|FORWARD|-m|comment|--comment|CNI firewall plugin rules|-j|CNI-FORWARD",
         );
         ipt(
+            &env,
             tool,
             "-D|FORWARD|-m|comment|--comment|CNI firewall plugin rules (ingressPolicy: same-bridge)|-j|CNI-ISOLATION-STAGE-1",
         );
@@ -169,8 +177,8 @@ fn iptables_reads_checks_and_deletes_what_netlink_made() {
             "CNI-ISOLATION-STAGE-1",
             "CNI-ISOLATION-STAGE-2",
         ] {
-            ipt(tool, &format!("-F|{chain}"));
-            ipt(tool, &format!("-X|{chain}"));
+            ipt(&env, tool, &format!("-F|{chain}"));
+            ipt(&env, tool, &format!("-X|{chain}"));
         }
     }
     let (v4, v6) = state(&env.host);
@@ -193,31 +201,15 @@ fn netlink_checks_and_deletes_what_iptables_restore_and_iptables_made() {
     assert_eq!(state(&env.host), made);
     fw(&env, "DEL", "x", &conf).success();
     let (v4, v6) = state(&env.host);
-    assert!(!v4
-        .iter()
-        .chain(&v6)
-        .any(|l| l.contains("10.88.0.2") || l.contains("fd00::2")));
+    assert!(!names_the_container(&v4, &v6));
     // rules typed in by hand with iptables are found too
     let host = "10.88.0.9/32";
-    for args in [
-        vec![
-            "-A",
-            "CNI-FORWARD",
-            "-d",
-            host,
-            "-m",
-            "conntrack",
-            "--ctstate",
-            "RELATED,ESTABLISHED",
-            "-j",
-            "ACCEPT",
-        ],
-        vec!["-A", "CNI-FORWARD", "-s", host, "-j", "ACCEPT"],
-    ] {
-        let mut argv = vec!["iptables", "-w"];
-        argv.extend(args);
-        env.host.exec(&argv);
-    }
+    ipt(
+        &env,
+        "iptables",
+        &format!("-A|CNI-FORWARD|-d|{host}|-m|conntrack|--ctstate|RELATED,ESTABLISHED|-j|ACCEPT"),
+    );
+    ipt(&env, "iptables", &format!("-A|CNI-FORWARD|-s|{host}|-j|ACCEPT"));
     let mut hand = prev("1.0.0");
     hand["ips"] = json!([{"address": "10.88.0.9/24", "interface": 2}]);
     let hand = fw_conf("1.0.0", json!({}), &hand);

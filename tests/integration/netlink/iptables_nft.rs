@@ -21,6 +21,14 @@ fn run(argv: &[&str]) -> String {
     common::run_ok(Command::new(argv[0]).args(&argv[1..]))
 }
 
+/// `TOOL -w VERB CHAIN RULE`, the rule in `iptables-save`'s words.
+fn run_rule(tool: &str, verb: &str, chain: &str, rule: &str) {
+    let mut argv = vec![tool.to_string(), "-w".into(), verb.into(), chain.into()];
+    argv.extend(cnibox::plugins::xtables::split_rule(rule));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    run(&argv);
+}
+
 /// The rules of `chain` as `iptables-save` prints them, without `-A CHAIN`.
 fn saved(tool: &str, chain: &str) -> Vec<String> {
     let prefix = format!("-A {chain} ");
@@ -119,10 +127,7 @@ fn the_shape_writes_what_iptables_writes_and_reads_what_it_wrote() {
         run(&[t, "-w", "-N", "CNI-FORWARD"]);
         for (f, args, _) in cases() {
             if f == family {
-                let mut argv = vec![t.to_string(), "-w".into(), "-A".into(), "BY-IPTABLES".into()];
-                argv.extend(cnibox::plugins::xtables::split_rule(args));
-                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-                run(&argv);
+                run_rule(t, "-A", "BY-IPTABLES", args);
             }
         }
         // the shape reads them back, rule for rule
@@ -149,10 +154,7 @@ fn the_shape_writes_what_iptables_writes_and_reads_what_it_wrote() {
         assert_eq!(saved(&save, "BY-CNIBOX"), expected);
         // iptables deletes them by their words
         for args in expected {
-            let mut argv = vec![t.to_string(), "-w".into(), "-D".into(), "BY-CNIBOX".into()];
-            argv.extend(cnibox::plugins::xtables::split_rule(args));
-            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-            run(&argv);
+            run_rule(t, "-D", "BY-CNIBOX", args);
         }
         assert!(saved(&save, "BY-CNIBOX").is_empty());
     }

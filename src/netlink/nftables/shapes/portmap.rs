@@ -377,8 +377,7 @@ pub fn is_masquerade(family: Family, r: &RuleInfo, source: IpNetwork, container:
         IpNetwork::from(container),
     ));
     want.push(Expr::Masq);
-    let have = r.expressions();
-    have.len() == want.len() && have.iter().zip(&want).all(|(a, b)| a.as_ref() == Some(b))
+    r.is_made_of(&want)
 }
 
 #[cfg(test)]

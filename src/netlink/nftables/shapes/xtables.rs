@@ -30,6 +30,7 @@ use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, MetaKey, PayloadBase, Verdict};
 use super::super::{BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Nftables, Policy, Rule, Table, Transaction};
+use crate::netlink::wire::as_ip;
 use crate::netlink::Result;
 
 /// Whether `table` of `family` (Ip or Ip6) has a chain named `chain`.
@@ -263,7 +264,7 @@ fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
                 op: CmpOp::Eq, data, ..
             } => match loaded {
                 Loaded::Protocol if data.len() == 1 => rule.protocol = Some(data[0]),
-                Loaded::Daddr => rule.destination = ip_of(data),
+                Loaded::Daddr => rule.destination = as_ip(data),
                 Loaded::Dport if data.len() == 2 => rule.dport = Some(u16::from_be_bytes([data[0], data[1]])),
                 _ => {}
             },
@@ -465,7 +466,7 @@ pub fn decode(family: Family, exprs: &[Option<Expr>]) -> Option<XtRule> {
                 };
                 let mut full = data.clone();
                 full.resize(bytes, 0);
-                let ip = ip_of(&full)?;
+                let ip = as_ip(&full)?;
                 let prefix = mask.iter().map(|b| b.count_ones()).sum::<u32>() as u8;
                 let c = Some(Cond {
                     value: IpNetwork::new(ip, prefix).ok()?,
@@ -497,8 +498,7 @@ pub fn decode(family: Family, exprs: &[Option<Expr>]) -> Option<XtRule> {
                     }),
                     _ => return None,
                 };
-                let again = encode(family, &rule);
-                return (again.len() == exprs.len() && again.iter().zip(&exprs).all(|(a, b)| a == *b)).then_some(rule);
+                return encode(family, &rule).iter().eq(exprs.iter().copied()).then_some(rule);
             }
             _ => return None,
         }
@@ -515,14 +515,6 @@ fn addr_field(family: Family, offset: u32) -> Option<(AddrField, usize)> {
         (Family::Ip6, 24) => (AddrField::Daddr, 16),
         _ => return None,
     })
-}
-
-fn ip_of(bytes: &[u8]) -> Option<IpAddr> {
-    match bytes.len() {
-        4 => Some(IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)),
-        16 => Some(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
