@@ -140,7 +140,7 @@ pub fn run(plugin: &dyn Plugin, applets: AppletLookup) -> i32 {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    entry(
+    run_with(
         plugin,
         Some(applets),
         &getenv,
@@ -156,17 +156,6 @@ pub fn run(plugin: &dyn Plugin, applets: AppletLookup) -> i32 {
 /// [`run`] hands it, so its delegations to this binary's applets run in-process; without an
 /// applet table, every delegate is exec'd.
 pub fn run_with(
-    plugin: &dyn Plugin,
-    applets: Option<AppletLookup>,
-    getenv: &dyn Fn(&str) -> Option<String>,
-    stdin: &mut dyn Read,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> i32 {
-    entry(plugin, applets, getenv, stdin, stdout, stderr)
-}
-
-fn entry(
     plugin: &dyn Plugin,
     applets: Option<AppletLookup>,
     getenv: &dyn Fn(&str) -> Option<String>,

@@ -35,7 +35,7 @@ impl Config {
         // the top-level object is scanned once; each member of it is scanned on its own
         let top = members::parse(bytes).map_err(|e| e.to_string())?;
         let nested = |outer: &str, inner: &str| -> Result<Value, String> {
-            let Some(o) = top.get(outer).map(|r| &bytes[r]).filter(|v| *v != b"null") else {
+            let Some(o) = top.value(bytes, outer) else {
                 return Ok(Value::Null);
             };
             match members::member(o, inner).map_err(|e| format!("{outer}: {e}"))? {
@@ -67,12 +67,13 @@ impl Config {
         &self.env
     }
 
-    pub fn netns_mode(&self) -> NetnsMode {
-        self.netns.clone()
+    pub fn netns_mode(&self) -> &NetnsMode {
+        &self.netns
     }
 }
 
-fn config_path(bundle: &Path) -> std::path::PathBuf {
+/// `<bundle>/config.json`.
+pub fn config_path(bundle: &Path) -> std::path::PathBuf {
     bundle.join("config.json")
 }
 
@@ -161,7 +162,10 @@ mod tests {
     use super::*;
 
     fn mode(config: Value) -> NetnsMode {
-        Config::parse(config.to_string().as_bytes()).unwrap().netns_mode()
+        Config::parse(config.to_string().as_bytes())
+            .unwrap()
+            .netns_mode()
+            .clone()
     }
 
     #[test]
@@ -195,14 +199,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.env(), ["PATH=/bin", "IPV4=10.0.0.9"]);
-        assert_eq!(c.netns_mode(), NetnsMode::Join("/run/netns/n".into()));
+        assert_eq!(*c.netns_mode(), NetnsMode::Join("/run/netns/n".into()));
         // null members are empty ones, as for a Value
         let c = Config::parse(br#"{"process":{"env":null},"linux":{"namespaces":[{"type":"network","path":null}]}}"#)
             .unwrap();
         assert!(c.env().is_empty());
-        assert_eq!(c.netns_mode(), NetnsMode::New);
+        assert_eq!(*c.netns_mode(), NetnsMode::New);
         let c = Config::parse(br#"{"process":null,"linux":null}"#).unwrap();
-        assert_eq!((c.env().len(), c.netns_mode()), (0, NetnsMode::Host));
+        assert_eq!((c.env().len(), c.netns_mode()), (0, &NetnsMode::Host));
         assert!(Config::parse(b"{").is_err());
         // entries that are not strings are skipped, as before; broken JSON is an error
         let c = Config::parse(br#"{"process":{"env":[7,"A=1"]}}"#).unwrap();

@@ -40,11 +40,17 @@ impl Object {
             .find(|(n, _)| n == name)
             .map(|(_, r)| r.clone())
     }
+
+    /// The text of member `name` of `text` (the object this layout is of); `None` when it
+    /// is absent or `null`.
+    pub fn value<'a>(&self, text: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        self.get(name).map(|r| &text[r]).filter(|v| *v != b"null")
+    }
 }
 
 /// The text of member `name` of the object `text`; `None` when it is absent or `null`.
 pub fn member<'a>(text: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, Error> {
-    Ok(parse(text)?.get(name).map(|r| &text[r]).filter(|v| *v != b"null"))
+    Ok(parse(text)?.value(text, name))
 }
 
 struct Scan<'a> {

@@ -195,7 +195,7 @@ fn not_ours(mode: Option<&NetnsMode>) -> Option<String> {
 fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<(), Failure> {
     let config = bundle_config(state, log);
     let mode = config.as_ref().map(bundle::Config::netns_mode);
-    if let Some(why) = not_ours(mode.as_ref()) {
+    if let Some(why) = not_ours(mode) {
         log.line(format!("{why}; nothing to do"));
         return Ok(());
     }
@@ -212,7 +212,7 @@ fn add(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
     // A namespace made elsewhere (Docker's sandbox, `ip netns add`) is this container's
     // unless another container already configured it.
     let first_ifname = ifname_for(&args.ifname, 0);
-    if let Some(NetnsMode::Join(path)) = &mode {
+    if let Some(NetnsMode::Join(path)) = mode {
         if has_link(&netns, &first_ifname)? {
             log.line(format!(
                 "the container joins {path}, which already has {first_ifname}: another container's; nothing to do"
@@ -355,7 +355,7 @@ fn del(args: &HookArgs, state: &State, rt: &Runtime, log: &mut Log) -> Result<()
     // for a namespace ADD leaves alone: nothing was attached, and the interfaces there are
     // another container's.
     let config = bundle_config(state, log);
-    if not_ours(config.as_ref().map(bundle::Config::netns_mode).as_ref()).is_some() {
+    if not_ours(config.as_ref().map(bundle::Config::netns_mode)).is_some() {
         return finish(errors);
     }
     let settings = Settings::read(&state.annotations, env(config.as_ref())).unwrap_or_default();

@@ -4,8 +4,9 @@
 //! symlink (runc and the hook's default directories; no shell script in between).
 //!
 //! On `create` and `run` it adds the createRuntime and poststop hooks to the bundle's
-//! `config.json` (replaced atomically, and only when they are not there yet), then execs the real runtime with the original
-//! arguments unchanged; every other subcommand goes straight to the runtime.
+//! `config.json` (replaced atomically, and only when they are not there yet), then execs
+//! the real runtime with the original arguments unchanged; every other subcommand goes
+//! straight to the runtime.
 //!
 //! Its own options end at `--` or at the first argument that is not one of them, so a
 //! Docker `runtimeArgs` list works with or without a trailing `--` (dockerd appends the
@@ -210,7 +211,7 @@ pub fn bundle_dir(sub_args: &[String], cwd: &Path) -> PathBuf {
 /// every container start on a busy disk.
 pub fn inject(bundle_dir: &Path, exe: &str, hook_args: &[String]) -> Result<(), String> {
     let config = bundle::read_bytes(bundle_dir)?;
-    let path = bundle_dir.join("config.json");
+    let path = bundle::config_path(bundle_dir);
     let added = bundle::add_hooks(&config, exe, hook_args).map_err(|e| format!("parse {}: {e}", path.display()))?;
     match added {
         None => Ok(()),
@@ -430,5 +431,21 @@ mod tests {
         assert!(inject(&dir.path().join("missing"), "/x", &[])
             .unwrap_err()
             .contains("config.json"));
+    }
+
+    #[test]
+    fn a_malformed_config_is_an_error_naming_it_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        let broken = br#"{"ociVersion":"1.0.2","hooks":{"prestart":[1}}"#;
+        std::fs::write(&path, broken).unwrap();
+        let e = inject(dir.path(), "/x", &[]).unwrap_err();
+        assert_eq!(e, format!("parse {}: mismatched bracket at byte 44", path.display()));
+        assert_eq!(std::fs::read(&path).unwrap(), broken);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left behind"
+        );
     }
 }

@@ -166,7 +166,22 @@ mod tests {
                 one
             }
         });
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // until the waiter is blocked on the file (a sleep would let a slow waiter open the
+        // new file instead, and the test pass without the case it is for)
+        use std::os::unix::fs::MetadataExt;
+        let blocked = format!(":{} ", std::fs::metadata(&path).unwrap().ino());
+        let waits = || {
+            let locks = std::fs::read_to_string("/proc/locks").unwrap();
+            locks.lines().any(|l| l.contains(" -> FLOCK ") && l.contains(&blocked))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !waits() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the waiter never blocked on the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         remove_attachment(d.path(), &key);
         assert!(!path.exists());
         drop(held);
