@@ -6,9 +6,9 @@
 //! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
 //!   reference's layout, written over nf_tables netlink on an iptables-nft host and with
 //!   iptables-save/-restore on an iptables-legacy one, see
-//!   [`iptables_nft`](crate::plugins::iptables_nft); or [`nftables`], cnibox's table); a non-open ingress policy adds
-//!   the bridge's isolation rules; the result is `prevResult`, unchanged. Everything is
-//!   checked before anything changes.
+//!   [`iptables_nft`](crate::plugins::iptables_nft); or [`nftables`], cnibox's table); a
+//!   non-open ingress policy adds the bridge's isolation rules; the result is
+//!   `prevResult`, unchanged. Everything is checked before anything changes.
 //! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
 //!   and the attachment's [`records`]; nftables: by the attachment's comment), so neither
 //!   a netns nor a prevResult is needed.

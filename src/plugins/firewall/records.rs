@@ -3,7 +3,8 @@
 //! prevResult (a runtime whose cache is corrupt) and has no GC. cnibox writes
 //! `<dataDir>/<network>/<containerID>-<ifname>`, holding the container ID, the interface
 //! name and the addresses, one per line, before it adds the rules, and removes it after DEL
-//! removed them (or after a failed ADD undid them; an earlier ADD's record is put back). The default dataDir is under /run, like the rules themselves gone at reboot.
+//! removed them (or after a failed ADD undid them; an earlier ADD's record is put back).
+//! The default dataDir is under /run, like the rules themselves gone at reboot.
 use crate::util::atomic;
 use std::io;
 use std::net::IpAddr;

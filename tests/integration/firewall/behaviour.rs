@@ -1180,8 +1180,8 @@ fn nftables_backend_starts_no_process() {
         json!({"backend": "nftables", "ingressPolicy": "same-bridge"}),
         &prev("1.0.0"),
     );
+    let path = "/usr/sbin:/usr/bin:/sbin:/bin";
     for verb in ["ADD", "ADD", "CHECK", "DEL", "DEL"] {
-        let path = "/usr/sbin:/usr/bin:/sbin:/bin";
         assert!(execs(&env, path, verb, &conf).is_empty(), "{verb} started a process");
     }
 }
