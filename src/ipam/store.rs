@@ -195,14 +195,8 @@ impl Store {
             Mode::from_bits_truncate(0o750),
         )
         .map_err(|e| StoreError::os("open", format!("{}/{LOCK_FILE}", path.display()), e))?;
-        let mut lock = lock;
-        let lock = loop {
-            match Flock::lock(lock, FlockArg::LockExclusive) {
-                Ok(held) => break held,
-                Err((fd, Errno::EINTR)) => lock = fd,
-                Err((_, e)) => return Err(StoreError::os("lock", format!("{}/{LOCK_FILE}", path.display()), e)),
-            }
-        };
+        let lock = crate::util::flock::wait(lock, FlockArg::LockExclusive)
+            .map_err(|e| StoreError::os("lock", format!("{}/{LOCK_FILE}", path.display()), e))?;
         let index = Index::open(&dir)?;
         let mut store = Store {
             path,

@@ -23,18 +23,13 @@ pub fn exclusive(name: &str) -> Result<Held, Error> {
         .recursive(true)
         .create(DIR)
         .map_err(|e| fail(&e))?;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(&path)
         .map_err(|e| fail(&e))?;
-    loop {
-        match Flock::lock(file, FlockArg::LockExclusive) {
-            Ok(held) => return Ok(Held { _held: held }),
-            Err((f, nix::errno::Errno::EINTR)) => file = f,
-            Err((_, e)) => return Err(fail(&e)),
-        }
-    }
+    let held = crate::util::flock::wait(file, FlockArg::LockExclusive).map_err(|e| fail(&e))?;
+    Ok(Held { _held: held })
 }

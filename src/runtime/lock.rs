@@ -55,7 +55,9 @@ fn take(cache_dir: &Path, path: &Path, how: FlockArg) -> Result<Held, LockError>
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| err(e.to_string()))?;
-        let held = take_retry(file, how).map_err(|e| err(e.to_string()))?;
+        let held = Held {
+            _lock: crate::util::flock::wait(file, how).map_err(|e| err(e.to_string()))?,
+        };
         if still_named(&held, path) {
             return Ok(held);
         }
@@ -76,16 +78,6 @@ fn still_named(held: &Held, path: &Path) -> bool {
 /// is gone. A process waiting on the removed file takes the lock again on a new one.
 pub fn remove_attachment(cache_dir: &Path, key: &Key) {
     let _ = std::fs::remove_file(attachment_path(cache_dir, key));
-}
-
-fn take_retry(mut file: File, how: FlockArg) -> Result<Held, nix::errno::Errno> {
-    loop {
-        match Flock::lock(file, how) {
-            Ok(l) => return Ok(Held { _lock: l }),
-            Err((f, nix::errno::Errno::EINTR)) => file = f,
-            Err((_, e)) => return Err(e),
-        }
-    }
 }
 
 pub fn network_path(cache_dir: &Path, network: &str) -> PathBuf {
