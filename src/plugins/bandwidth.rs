@@ -22,7 +22,7 @@ use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::tc::{self, PschedClock, Tbf};
 use crate::netlink::{Handle, IfbSpec, Link};
 use crate::netns::Netns;
-use serde_json::{Map, Value};
+use crate::cni::json::Fields;
 
 pub struct Bandwidth;
 
@@ -69,20 +69,13 @@ const CTX: &str = "failed to parse network configuration";
 const KEYS: [&str; 4] = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"];
 
 /// A Go `uint64` field, with Go's message for negative or fractional numbers.
-fn uint64(obj: &Map<String, Value>, key: &str, path: &str) -> Result<u64, Error> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
-            Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path}.{key} of type uint64"
-            ))
-        }),
-        Some(v) => Err(json::type_error(v, &format!("{path}.{key}"), "uint64")),
-    }
-    .map_err(|e| e.context(CTX))
+fn uint64(obj: &Fields, key: &str, path: &str) -> Result<u64, Error> {
+    json::opt_u64(obj, key, &format!("{path}.{key}"))
+        .map(Option::unwrap_or_default)
+        .map_err(|e| e.context(CTX))
 }
 
-fn entry(obj: &Map<String, Value>, path: &str) -> Result<Entry, Error> {
+fn entry(obj: &Fields, path: &str) -> Result<Entry, Error> {
     Ok(Entry {
         ingress: Limit {
             rate: uint64(obj, "ingressRate", path)?,
@@ -100,15 +93,21 @@ fn entry(obj: &Map<String, Value>, path: &str) -> Result<Entry, Error> {
 fn load(req: &Request) -> Result<Option<Entry>, Error> {
     let obj = json::as_object(&req.config, "PluginConf").map_err(|e| e.context(CTX))?;
     let runtime = match cniconf::runtime_config(&req.config).map_err(|e| e.context(CTX))? {
-        Some(rc) => {
-            json::opt_object(rc, "bandwidth", "PluginConf.runtimeConfig.bandwidth").map_err(|e| e.context(CTX))?
-        }
+        Some(rc) => json::opt_ptr_object(
+            &rc,
+            "bandwidth",
+            "PluginConf.runtimeConfig.bandwidth",
+            "*main.BandwidthEntry",
+        )
+        .map_err(|e| e.context(CTX))?,
         None => None,
     };
     let runtime = runtime
-        .map(|b| entry(b, "BandwidthEntry.runtimeConfig.bandwidth"))
+        .map(|b| entry(&b, "BandwidthEntry.runtimeConfig.bandwidth"))
         .transpose()?;
-    let own = if KEYS.iter().any(|k| obj.contains_key(*k)) {
+    // The embedded `*BandwidthEntry` is allocated as soon as any of its keys is written
+    // (even as `null`), and then wins over `runtimeConfig.bandwidth`.
+    let own = if KEYS.iter().any(|k| obj.written(k, "uint64").next().is_some()) {
         Some(entry(&obj, "PluginConf")?)
     } else {
         None
@@ -356,7 +355,7 @@ fn remove_veth_qdiscs(host: &Handle, req: &Request, prev: &CniResult) -> Result<
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn limits(config: Value) -> Result<Option<Entry>, Error> {
         load(&Request::from_config(Command::Add, config))

@@ -188,10 +188,7 @@ fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
 fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
     match prev_result(req) {
         Ok(p) => Ok(p),
-        Err(strict) => match req.config.get("prevResult").map(CniResult::from_json) {
-            Some(Ok(p)) => Ok(Some(p)),
-            _ => Err(strict),
-        },
+        Err(strict) => cniconf::prev_result_in_its_own_version(req).map(Some).ok_or(strict),
     }
 }
 
