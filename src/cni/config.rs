@@ -12,10 +12,40 @@ pub fn fields<'a>(config: &'a Json, name: &str) -> Result<Fields<'a>, Error> {
     json::as_object(config, name)
 }
 
+/// Go's type of the `runtimeConfig` struct of the plugins whose only capability there is
+/// `mac` (bridge, macvlan, tuning), as its decode errors name it.
+pub const RUNTIME_CONFIG_MAC: &str = r#"struct { Mac string "json:\"mac,omitempty\"" }"#;
+
+/// Decodes the members of the reference's `types.NetConf`. Every reference plugin embeds it
+/// in its own config struct (`struct_name`) and so decodes all of it: a member of the wrong
+/// type fails the plugin, even one the plugin never uses (`"dns": 5` fails tuning). The
+/// plugin adds its context.
+pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
+    let obj = fields(config, struct_name)?;
+    let path = |key: &str| format!("{struct_name}.{key}");
+    for key in ["cniVersion", "name", "type"] {
+        json::opt_str(&obj, key, &path(key))?;
+    }
+    if let Some(caps) = json::opt_map(&obj, "capabilities", &path("capabilities"), "map[string]bool")? {
+        for v in caps.values().filter(|v| !v.is_null()) {
+            v.as_bool()
+                .ok_or_else(|| json::type_error(v, &path("capabilities"), "bool"))?;
+        }
+    }
+    if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
+        json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+    }
+    if let Some(dns) = json::opt_object(&obj, "dns", &path("dns"), "types.DNS")? {
+        Dns::from_fields(&dns, "DNS.dns")?;
+    }
+    json::opt_map(&obj, "prevResult", &path("prevResult"), "map[string]interface {}")?;
+    Ok(())
+}
+
 /// The plugin config's own `dns` (absent: every field `None`). Lists keep absent (`None`)
 /// apart from empty (`Some([])`), which [`dns_override`] depends on.
 pub fn dns(config: &Json) -> Result<Dns, Error> {
-    match json::opt_object(&fields(config, "NetConf")?, "dns", "NetConf.dns")? {
+    match json::opt_object(&fields(config, "NetConf")?, "dns", "NetConf.dns", "types.DNS")? {
         None => Ok(Dns::default()),
         Some(dns) => Dns::from_fields(&dns, "NetConf.dns"),
     }
@@ -49,7 +79,7 @@ pub fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
         .map_err(|e| e.context(context))?
     {
         None => Ok(None),
-        Some(raw) => CniResult::from_prev_result(&raw, &req.cni_version)
+        Some(raw) => CniResult::from_prev_result(&Json::Object(json::Object::from_map(&raw)), &req.cni_version)
             .map(Some)
             .map_err(|e| e.context(context)),
     }
@@ -69,7 +99,7 @@ pub fn ipam_type(config: &Json) -> Result<Option<String>, Error> {
     let Json::Object(_) = config else {
         return Ok(None);
     };
-    let Some(ipam) = json::opt_object(&fields(config, "NetConf")?, "ipam", "NetConf.ipam")? else {
+    let Some(ipam) = json::opt_object(&fields(config, "NetConf")?, "ipam", "NetConf.ipam", "types.IPAM")? else {
         return Ok(None);
     };
     Ok(json::opt_str(&ipam, "type", "NetConf.ipam.type")?
@@ -90,53 +120,38 @@ pub fn link_mtu(mtu: Option<i64>) -> Result<Option<u32>, Error> {
     }
 }
 
-/// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared
-/// (a struct in every reference plugin).
-pub fn runtime_config(config: &Json) -> Result<Option<Fields<'_>>, Error> {
+/// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared (a
+/// struct of Go type `go_type` in the plugin's config struct `struct_name`).
+pub fn runtime_config<'a>(config: &'a Json, struct_name: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
     match config {
-        Json::Object(_) => json::opt_object(&fields(config, "NetConf")?, "runtimeConfig", "NetConf.runtimeConfig"),
+        Json::Object(_) => json::opt_object(
+            &fields(config, struct_name)?,
+            "runtimeConfig",
+            &format!("{struct_name}.runtimeConfig"),
+            go_type,
+        ),
         _ => Ok(None),
-    }
-}
-
-/// `runtimeConfig.ips` (the `ips` capability): `ip[/prefix]` strings, unparsed.
-pub fn runtime_ips(config: &Json) -> Result<Vec<String>, Error> {
-    match runtime_config(config)? {
-        Some(rc) => Ok(json::opt_str_list(&rc, "ips", "runtimeConfig.ips")?.unwrap_or_default()),
-        None => Ok(Vec::new()),
     }
 }
 
 /// `runtimeConfig.mac` (the `mac` capability); empty counts as absent.
 pub fn runtime_mac(config: &Json) -> Result<Option<String>, Error> {
-    match runtime_config(config)? {
+    match runtime_config(config, "NetConf", RUNTIME_CONFIG_MAC)? {
         Some(rc) => non_empty(json::opt_str(&rc, "mac", "runtimeConfig.mac")?),
         None => Ok(None),
     }
 }
 
-/// `runtimeConfig.ipRanges` (the `ipRanges` capability), raw: host-local parses range sets.
-pub fn runtime_ip_ranges(config: &Json) -> Result<Option<&Json>, Error> {
-    Ok(runtime_config(config)?.and_then(|rc| json::opt_raw(&rc, "ipRanges")))
-}
-
-/// `args.cni` (the CONVENTIONS.md namespace for config-borne arguments; pointers to
-/// structs in the reference: `Args *struct{ A *IPAMArgs "json:\"cni\"" }`).
+/// `args.cni` (the CONVENTIONS.md namespace for config-borne arguments), as the bridge
+/// plugin declares it (value structs).
 fn args_cni(config: &Json) -> Result<Option<Fields<'_>>, Error> {
     let Json::Object(_) = config else {
         return Ok(None);
     };
-    match json::opt_ptr_object(&fields(config, "NetConf")?, "args", "NetConf.args", "struct")? {
-        Some(args) => json::opt_ptr_object(&args, "cni", "NetConf.args.cni", "struct"),
+    let args_type = r#"struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" }"#;
+    match json::opt_object(&fields(config, "NetConf")?, "args", "NetConf.args", args_type)? {
+        Some(args) => json::opt_object(&args, "cni", "NetConf.args.cni", "main.BridgeArgs"),
         None => Ok(None),
-    }
-}
-
-/// `args.cni.ips`: `ip[/prefix]` strings, unparsed.
-pub fn args_cni_ips(config: &Json) -> Result<Vec<String>, Error> {
-    match args_cni(config)? {
-        Some(a) => Ok(json::opt_str_list(&a, "ips", "args.cni.ips")?.unwrap_or_default()),
-        None => Ok(Vec::new()),
     }
 }
 
@@ -156,23 +171,28 @@ pub fn cni_args_mac(req: &Request) -> Result<Option<String>, Error> {
 }
 
 /// The MAC the bridge plugin gives the container interface:
-/// `CNI_ARGS` `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins).
+/// `CNI_ARGS` `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins). The config's
+/// members fail in the bridge's `loadNetConf` context, `CNI_ARGS` in none, as there.
 pub fn bridge_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+    let decode = |e: Error| e.context("failed to load netconf");
+    let from_args = args_cni_mac(&req.config).map_err(decode)?;
+    let from_runtime = runtime_mac(&req.config).map_err(decode)?;
     let from_env = cni_args_mac(req)?;
-    let from_args = args_cni_mac(&req.config)?;
-    let from_runtime = runtime_mac(&req.config)?;
     Ok(from_runtime.or(from_args).or(from_env))
 }
 
 /// The MAC the macvlan plugin gives its link:
 /// config `mac` < `CNI_ARGS` `MAC` < `runtimeConfig.mac` (later wins).
 pub fn macvlan_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+    let decode = |e: Error| e.context("failed to load netconf");
     let from_config = match &req.config {
-        Json::Object(_) => non_empty(json::opt_str(&fields(&req.config, "NetConf")?, "mac", "NetConf.mac")?)?,
+        Json::Object(_) => {
+            non_empty(json::opt_str(&fields(&req.config, "NetConf")?, "mac", "NetConf.mac").map_err(decode)?)?
+        }
         _ => None,
     };
+    let from_runtime = runtime_mac(&req.config).map_err(decode)?;
     let from_env = cni_args_mac(req)?;
-    let from_runtime = runtime_mac(&req.config)?;
     Ok(from_runtime.or(from_env).or(from_config))
 }
 
@@ -375,39 +395,57 @@ mod tests {
 
     #[test]
     fn runtime_config_readers() {
-        let c = doc!({"runtimeConfig": {
-            "ips": ["10.1.2.9/24", "2001:db8::9"],
-            "mac": "c2:11:22:33:44:55",
-            "ipRanges": [[{"subnet": "10.9.0.0/16"}]],
-            "portMappings": [1]
-        }});
-        assert_eq!(runtime_ips(&c).unwrap(), vec!["10.1.2.9/24", "2001:db8::9"]);
+        let c = doc!({"runtimeConfig": {"mac": "c2:11:22:33:44:55", "portMappings": [1]}});
         assert_eq!(runtime_mac(&c).unwrap().as_deref(), Some("c2:11:22:33:44:55"));
-        assert_eq!(
-            runtime_ip_ranges(&c).unwrap(),
-            Some(&doc!([[{"subnet": "10.9.0.0/16"}]]))
-        );
-        let empty = doc!({"name": "n"});
-        assert!(runtime_ips(&empty).unwrap().is_empty());
-        assert_eq!(runtime_mac(&empty).unwrap(), None);
-        assert_eq!(runtime_ip_ranges(&empty).unwrap(), None);
+        // go-cni's spelling, as containerd sends it
+        let c = doc!({"RuntimeConfig": {"Mac": "c2:11:22:33:44:56"}});
+        assert_eq!(runtime_mac(&c).unwrap().as_deref(), Some("c2:11:22:33:44:56"));
+        assert_eq!(runtime_mac(&doc!({"name": "n"})).unwrap(), None);
         assert_eq!(runtime_mac(&doc!({"runtimeConfig": {"mac": ""}})).unwrap(), None);
-        let e = runtime_ips(&doc!({"runtimeConfig": {"ips": "10.1.2.9"}})).unwrap_err();
+        let e = runtime_mac(&doc!({"runtimeConfig": {"mac": 5}})).unwrap_err();
         assert_eq!(
             e.msg,
-            "json: cannot unmarshal string into Go struct field runtimeConfig.ips of type []string"
+            "json: cannot unmarshal number into Go struct field runtimeConfig.mac of type string"
         );
-        assert!(runtime_config(&doc!({"runtimeConfig": 5})).is_err());
+        let e = runtime_config(&doc!({"runtimeConfig": 5}), "NetConf", RUNTIME_CONFIG_MAC).unwrap_err();
+        assert_eq!(
+            e.msg,
+            r#"json: cannot unmarshal number into Go struct field NetConf.runtimeConfig of type struct { Mac string "json:\"mac,omitempty\"" }"#
+        );
     }
 
     #[test]
     fn args_cni_readers() {
         let c = doc!({"args": {"cni": {"ips": ["10.1.2.88"], "mac": "aa:bb:cc:dd:ee:01"}, "other": 1}});
-        assert_eq!(args_cni_ips(&c).unwrap(), vec!["10.1.2.88"]);
         assert_eq!(args_cni_mac(&c).unwrap().as_deref(), Some("aa:bb:cc:dd:ee:01"));
-        assert!(args_cni_ips(&doc!({"args": {}})).unwrap().is_empty());
+        assert_eq!(
+            args_cni_mac(&doc!({"Args": {"CNI": {"MAC": "aa:bb:cc:dd:ee:02"}}}))
+                .unwrap()
+                .as_deref(),
+            Some("aa:bb:cc:dd:ee:02")
+        );
         assert_eq!(args_cni_mac(&doc!({})).unwrap(), None);
-        assert!(args_cni_ips(&doc!({"args": {"cni": {"ips": [1]}}})).is_err());
+        assert!(args_cni_mac(&doc!({"args": {"cni": {"mac": 1}}})).is_err());
+    }
+
+    #[test]
+    fn every_plugin_decodes_the_whole_net_conf() {
+        // the reference's texts (1.1.1 built with Go 1.19 names the innermost struct)
+        for (config, msg) in [
+            (doc!({"ipam": 5}), "json: cannot unmarshal number into Go struct field TuningConf.ipam of type types.IPAM"),
+            (doc!({"dns": 5}), "json: cannot unmarshal number into Go struct field TuningConf.dns of type types.DNS"),
+            (doc!({"IPAM": {"Type": 5}}), "json: cannot unmarshal number into Go struct field IPAM.ipam.type of type string"),
+            (doc!({"dns": {"nameservers": "x"}}), "json: cannot unmarshal string into Go struct field DNS.dns.nameservers of type []string"),
+            (doc!({"capabilities": {"a": "x"}}), "json: cannot unmarshal string into Go struct field TuningConf.capabilities of type bool"),
+            (doc!({"prevResult": 5}), "json: cannot unmarshal number into Go struct field TuningConf.prevResult of type map[string]interface {}"),
+        ] {
+            assert_eq!(check_net_conf(&config, "TuningConf").unwrap_err().msg, msg, "{config}");
+        }
+        assert!(check_net_conf(
+            &doc!({"ipam": {"type": "host-local", "subnet": 5}, "capabilities": {"a": null}}),
+            "X"
+        )
+        .is_ok());
     }
 
     #[test]

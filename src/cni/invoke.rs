@@ -10,8 +10,8 @@
 //! be started is `netplugin failed with no error message: fork/exec PATH: <errno>`; a
 //! signal is worded as Go words it (its own table, not the C library's).
 use super::error::{code, go_errno_text};
-use super::version::{go_list, go_quote};
 use super::json::{self, Json, Object};
+use super::version::{go_list, go_quote};
 use super::{AppletLookup, CniResult, Error, Plugin};
 use serde_json::Value;
 use std::fmt;
@@ -248,7 +248,11 @@ fn parse_error_object(stdout: &[u8]) -> Result<Error, String> {
             Json::Number(n) => n.as_u64().and_then(|c| u32::try_from(c).ok()),
             _ => None,
         }
-        .ok_or_else(|| Error::internal(format!("json: cannot unmarshal {c} into Go struct field Error.code of type uint")))
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "json: cannot unmarshal {c} into Go struct field Error.code of type uint"
+            ))
+        })
     })
     .map_err(|e| e.msg)?
     .unwrap_or(0);

@@ -1,8 +1,8 @@
 //! The plugin entry point (the Go `skel` package): environment, stdin, version gates,
 //! dispatch to a [`Plugin`], printing the result or the error.
 use super::error::code;
-use super::result::pretty;
 use super::json::{self, Json};
+use super::result::pretty;
 use super::{env, version, CniResult, Error};
 use serde::Serialize;
 use std::io::{Read, Write};

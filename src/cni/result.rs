@@ -462,9 +462,10 @@ impl CniResult {
     /// spelling, exactly) that is absent or `""` becomes the config's version, the map is
     /// marshalled again, and the *config's* version picks the shape; a differing family is
     /// an error (`result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.4.0"`).
-    /// `raw` is the decoded `map[string]interface{}`.
-    pub fn from_prev_result(raw: &json::Map, conf_version: &str) -> Result<CniResult, Error> {
-        let mut raw = Object::from_map(raw);
+    /// `raw` is the `map[string]interface{}` as decoded (an object, or anything else, which
+    /// is no map: nothing is decoded from it).
+    pub fn from_prev_result(raw: &Json, conf_version: &str) -> Result<CniResult, Error> {
+        let mut raw = raw.as_object().map(Object::marshalled).unwrap_or_default();
         if !matches!(raw.map_get("CNIVersion"), Some(v) if v.as_str() != Some("")) {
             raw.insert("CNIVersion", Json::from(conf_version));
         }
@@ -508,7 +509,7 @@ fn create(factory_version: &str, obj: &Fields, declared: &str) -> Result<CniResu
 }
 
 fn decode_dns(obj: &Fields) -> Result<Dns, Error> {
-    match json::opt_object(obj, "dns", "Result.dns")? {
+    match json::opt_object(obj, "dns", "Result.dns", "types.DNS")? {
         None => Ok(Dns::default()),
         Some(dns) => Dns::from_fields(&dns, "Result.dns"),
     }
@@ -618,9 +619,7 @@ mod tests {
     }
 
     fn from_prev_result(v: &Value, conf_version: &str) -> Result<CniResult, Error> {
-        let doc = Json::from(v);
-        let map = doc.as_object().map(Object::as_map).unwrap_or_default();
-        CniResult::from_prev_result(&map, conf_version)
+        CniResult::from_prev_result(&Json::from(v), conf_version)
     }
 
     use super::*;
@@ -1175,8 +1174,7 @@ mod tests {
         .unwrap();
         assert_eq!((r.cni_version.as_str(), r.ips.len()), ("0.4.0", 1));
         // a declared version wins over the config's
-        let r = from_plugin_output(&json!({"cniVersion": "0.2.0", "ip4": {"ip": "10.0.0.2/8"}}), "1.0.0")
-            .unwrap();
+        let r = from_plugin_output(&json!({"cniVersion": "0.2.0", "ip4": {"ip": "10.0.0.2/8"}}), "1.0.0").unwrap();
         assert_eq!(r.cni_version, "0.2.0");
         // null is an empty result
         let r = from_plugin_output(&Value::Null, "1.1.0").unwrap();

@@ -4,9 +4,9 @@
 //! Every message and the order of checks follow the reference's `LoadIPAMConfig`.
 use super::range::{canonical, RawRange, RawSubnet};
 use super::range_set::RangeSet;
+use crate::cni::json::{self, Fields, Json};
 use crate::cni::netaddr::{self, parse_ip};
 use crate::cni::result::Route;
-use crate::cni::json::{self, Fields, Json};
 use crate::cni::version;
 use ipnetwork::IpNetwork;
 use std::fmt;
@@ -124,11 +124,13 @@ fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRan
 }
 
 fn opt_u32(obj: &Fields, key: &str) -> Result<Option<u32>, ConfigError> {
-    Ok(json::value_field(obj, key, "int", |v| match v {
-        Json::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(()),
-        _ => Err(()),
-    }
-    .map_err(|_| json::type_error(v, &format!("Route.{key}"), "int")))?)
+    Ok(json::value_field(obj, key, "int", |v| {
+        match v {
+            Json::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(()),
+            _ => Err(()),
+        }
+        .map_err(|_| json::type_error(v, &format!("Route.{key}"), "int"))
+    })?)
 }
 
 fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
@@ -172,11 +174,25 @@ impl Config {
         let cni_version = opt_str(conf, "cniVersion", "Net.cniVersion")?
             .unwrap_or_default()
             .to_string();
-        let runtime = json::opt_object(conf, "runtimeConfig", "Net.runtimeConfig")?.unwrap_or_default();
+        let runtime = json::opt_object(
+            conf,
+            "runtimeConfig",
+            "Net.runtimeConfig",
+            r#"struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; IPs []*ip.IP "json:\"ips,omitempty\"" }"#,
+        )?.unwrap_or_default();
         let runtime_ranges = parse_range_sets(opt_array(&runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
         let runtime_ips = parse_requested_list(opt_array(&runtime, "ips", "ips")?, "ips")?;
-        let args = json::opt_ptr_object(conf, "args", "Net.args", "struct")?;
-        let args_ips = match args.map(|a| json::opt_ptr_object(&a, "cni", "Net.args.cni", "allocator.IPAMArgs")).transpose()?.flatten() {
+        let args = json::opt_ptr_object(
+            conf,
+            "args",
+            "Net.args",
+            r#"struct { A *allocator.IPAMArgs "json:\"cni\"" }"#,
+        )?;
+        let args_ips = match args
+            .map(|a| json::opt_ptr_object(&a, "cni", "Net.args.cni", "allocator.IPAMArgs"))
+            .transpose()?
+            .flatten()
+        {
             Some(cni) => parse_requested_list(opt_array(&cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
             None => vec![],
         };
@@ -184,6 +200,10 @@ impl Config {
             return Err(err("IPAM config missing 'ipam' key"));
         };
         let ipam = &ipam;
+        // decoded though unused, so a wrong type fails as in the reference (`Name` has no
+        // JSON tag: any spelling of "name" fills it)
+        opt_str(ipam, "type", "IPAMConfig.ipam.type")?;
+        opt_str(ipam, "Name", "IPAMConfig.ipam.Name")?;
         let legacy = parse_range_fields(ipam, "IPAMConfig")?;
         let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
         let routes = parse_routes(opt_array(ipam, "routes", "IPAMConfig.routes")?)?;

@@ -17,12 +17,12 @@ use super::netns_open;
 use super::rollback::Rollback;
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::Fields;
 use crate::cni::result::Interface;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::tc::{self, PschedClock, Tbf};
 use crate::netlink::{Handle, IfbSpec, Link};
 use crate::netns::Netns;
-use crate::cni::json::Fields;
 
 pub struct Bandwidth;
 
@@ -91,8 +91,15 @@ fn entry(obj: &Fields, path: &str) -> Result<Entry, Error> {
 /// The configured limits: the config's own keys when any is present, else
 /// `runtimeConfig.bandwidth` (the capability); validated as the reference does.
 fn load(req: &Request) -> Result<Option<Entry>, Error> {
+    cniconf::check_net_conf(&req.config, "PluginConf").map_err(|e| e.context(CTX))?;
     let obj = json::as_object(&req.config, "PluginConf").map_err(|e| e.context(CTX))?;
-    let runtime = match cniconf::runtime_config(&req.config).map_err(|e| e.context(CTX))? {
+    let runtime = match cniconf::runtime_config(
+        &req.config,
+        "PluginConf",
+        r#"struct { Bandwidth *main.BandwidthEntry "json:\"bandwidth,omitempty\"" }"#,
+    )
+    .map_err(|e| e.context(CTX))?
+    {
         Some(rc) => json::opt_ptr_object(
             &rc,
             "bandwidth",

@@ -33,6 +33,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let s = |key: &str| -> Result<Option<String>, Error> {
         Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))

@@ -11,14 +11,14 @@
 //! attributes, the saved file), and every input is validated before anything changes.
 use super::netns_open;
 use super::rollback::Rollback;
-use crate::cni::config as cniconf;
+use crate::cni::config::{self as cniconf, RUNTIME_CONFIG_MAC};
 use crate::cni::error::go_errno_text;
 use crate::cni::json;
+use crate::cni::json::{Fields, Json};
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Handle, Link, MacAddr};
 use crate::netns::Netns;
 use serde::Serialize;
-use crate::cni::json::{Fields, Json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -44,6 +44,7 @@ const CTX: &str = "failed to load netconf";
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = |e: Error| e.context(CTX);
+    cniconf::check_net_conf(&req.config, "TuningConf").map_err(ctx)?;
     let obj = json::as_object(&req.config, "TuningConf").map_err(ctx)?;
     let field = |key: &str| format!("TuningConf.{key}");
     let mut conf = Conf {
@@ -57,24 +58,31 @@ fn load(req: &Request) -> Result<Conf, Error> {
             .map_err(ctx)?
             .filter(|m| !m.is_empty())
             .map(str::to_string),
-        promisc: json::opt_bool(&obj, "promisc", &field("promisc")).map_err(ctx)?.unwrap_or(false),
+        promisc: json::opt_bool(&obj, "promisc", &field("promisc"))
+            .map_err(ctx)?
+            .unwrap_or(false),
         mtu: json::opt_int(&obj, "mtu", &field("mtu")).map_err(ctx)?.unwrap_or(0),
         allmulti: ptr_bool(&obj, "allmulti", &field("allmulti"))?,
         txqlen: ptr_int(&obj, "txQLen", &field("txQLen"))?,
     };
-    let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"))
+    let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"), RUNTIME_CONFIG_MAC)
         .map_err(ctx)?
         .map(|rc| json::opt_str(&rc, "mac", "TuningConf.runtimeConfig.mac").map(|m| m.map(str::to_string)))
         .transpose()
         .map_err(ctx)?
         .flatten()
         .filter(|m| !m.is_empty());
-    let args = json::opt_ptr_object(&obj, "args", &field("args"), "struct")
-        .map_err(ctx)?
-        .map(|a| json::opt_ptr_object(&a, "cni", "TuningConf.args.cni", "*main.IPAMArgs"))
-        .transpose()
-        .map_err(ctx)?
-        .flatten();
+    let args = json::opt_ptr_object(
+        &obj,
+        "args",
+        &field("args"),
+        r#"struct { A *main.IPAMArgs "json:\"cni\"" }"#,
+    )
+    .map_err(ctx)?
+    .map(|a| json::opt_ptr_object(&a, "cni", "TuningConf.args.cni", "*main.IPAMArgs"))
+    .transpose()
+    .map_err(ctx)?
+    .flatten();
 
     // MAC: config < CNI_ARGS MAC= < runtimeConfig.mac < args.cni.mac (the reference's order)
     if let Some(m) = cniconf::cni_args_mac(req)? {
@@ -302,7 +310,10 @@ impl Saved {
         let obj = json::as_object(&doc, "configToRestore").ok()?;
         let path = |key: &str| format!("configToRestore.{key}");
         Some(Saved {
-            mac: json::opt_str(&obj, "mac", &path("mac")).ok()?.unwrap_or_default().to_string(),
+            mac: json::opt_str(&obj, "mac", &path("mac"))
+                .ok()?
+                .unwrap_or_default()
+                .to_string(),
             promisc: ptr_bool(&obj, "promisc", &path("promisc")).ok()?,
             mtu: json::opt_int(&obj, "mtu", &path("mtu")).ok()?.unwrap_or(0),
             allmulti: ptr_bool(&obj, "allmulti", &path("allmulti")).ok()?,

@@ -36,6 +36,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
         .and_then(cniconf::link_mtu)

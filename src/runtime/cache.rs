@@ -5,8 +5,8 @@
 //! Unlike libcni, writes are atomic, and an empty or corrupt file is reported as such
 //! instead of an error, so DEL can go on without it.
 use super::names;
-use crate::util::{atomic, base64};
 use crate::cni::json::{self, Fields, Json};
+use crate::util::{atomic, base64};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;

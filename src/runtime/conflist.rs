@@ -94,7 +94,9 @@ impl std::error::Error for ConfError {}
 fn decode_plugin(doc: &Json) -> Result<PluginConf, ConfError> {
     let go = |e: crate::cni::Error| ConfError::Parse(format!("error parsing configuration: {}", e.msg));
     let obj = json::as_object(doc, "PluginConf").map_err(go)?;
-    let plugin_type = json::opt_str(&obj, "type", "PluginConf.type").map_err(go)?.unwrap_or_default();
+    let plugin_type = json::opt_str(&obj, "type", "PluginConf.type")
+        .map_err(go)?
+        .unwrap_or_default();
     if plugin_type.is_empty() {
         return Err(ConfError::Parse("error parsing configuration: missing 'type'".into()));
     }
@@ -164,10 +166,7 @@ fn read_bool(obj: &Map<String, Value>, key: &str) -> Result<bool, ConfError> {
             "false" => Ok(false),
             other => Err(parse_err(format!("invalid value {other:?} for {key}"))),
         },
-        Some(other) => Err(parse_err(format!(
-            "invalid type {} for {key}",
-            go_kind(other)
-        ))),
+        Some(other) => Err(parse_err(format!("invalid type {} for {key}", go_kind(other)))),
     }
 }
 
@@ -177,12 +176,7 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
     let version = match obj.get("cniVersion") {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(parse_err(format!(
-                "invalid cniVersion type {}",
-                go_kind(other)
-            )))
-        }
+        Some(other) => return Err(parse_err(format!("invalid cniVersion type {}", go_kind(other)))),
     };
     let Some(raw) = obj.get("cniVersions") else {
         return Ok(version);
@@ -192,12 +186,9 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
         .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", go_kind(raw))))?;
     let mut candidates = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let s = v.as_str().ok_or_else(|| {
-            parse_err(format!(
-                "invalid type for cniVersions index {i}: {}",
-                go_kind(v)
-            ))
-        })?;
+        let s = v
+            .as_str()
+            .ok_or_else(|| parse_err(format!("invalid type for cniVersions index {i}: {}", go_kind(v))))?;
         let parsed =
             version::parse(s).map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
         if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
@@ -227,12 +218,7 @@ impl NetworkList {
         let name = match obj.get("name") {
             None => return Err(parse_err("no name")),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(parse_err(format!(
-                    "invalid name type {}",
-                    go_kind(other)
-                )))
-            }
+            Some(other) => return Err(parse_err(format!("invalid name type {}", go_kind(other)))),
         };
         let cni_version = select_version(obj)?;
         let disable_check = read_bool(obj, "disableCheck")?;
@@ -244,12 +230,7 @@ impl NetworkList {
             None => return Err(parse_err("`loadOnlyInlinedPlugins` is true, and no 'plugins' key")),
             Some(Value::Array(a)) if a.is_empty() => return Err(parse_err("no plugins in list")),
             Some(Value::Array(a)) => a.clone(),
-            Some(other) => {
-                return Err(parse_err(format!(
-                    "invalid 'plugins' type {}",
-                    go_kind(other)
-                )))
-            }
+            Some(other) => return Err(parse_err(format!("invalid 'plugins' type {}", go_kind(other)))),
         };
         let mut plugins = Vec::with_capacity(raw_plugins.len());
         for (i, p) in raw_plugins.iter().enumerate() {

@@ -11,8 +11,8 @@
 //! Conflicts are errors, not silently resolved: two attachments on the primary interface,
 //! or one address reported by two attachments.
 use super::cache::Entry;
-use serde::Serialize;
 use crate::cni::json::{self, Json};
+use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
 use std::net::IpAddr;

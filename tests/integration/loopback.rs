@@ -152,10 +152,13 @@ fn chained_passes_prev_result_through_like_the_reference() {
             outs.push(out.success());
         }
         assert_eq!(outs[0], outs[1], "{v}");
-        let expected = cnibox::cni::CniResult::from_prev_result(&prev_result(v, "/var/run/netns/x"), v)
-            .unwrap()
-            .to_json(v)
-            .unwrap();
+        let expected = cnibox::cni::CniResult::from_prev_result(
+            &cnibox::cni::json::Json::from(&prev_result(v, "/var/run/netns/x")),
+            v,
+        )
+        .unwrap()
+        .to_json(v)
+        .unwrap();
         assert_eq!(outs[0], expected, "{v}");
     }
 }

@@ -105,12 +105,16 @@ pub fn nullable_field<'a, T>(
 
 /// A Go `string` field.
 pub fn opt_str<'a>(obj: &Fields<'a>, key: &str, path: &str) -> Result<Option<&'a str>, Error> {
-    value_field(obj, key, "string", |v| v.as_str().ok_or_else(|| type_error(v, path, "string")))
+    value_field(obj, key, "string", |v| {
+        v.as_str().ok_or_else(|| type_error(v, path, "string"))
+    })
 }
 
 /// A Go `bool` field.
 pub fn opt_bool(obj: &Fields, key: &str, path: &str) -> Result<Option<bool>, Error> {
-    value_field(obj, key, "bool", |v| v.as_bool().ok_or_else(|| type_error(v, path, "bool")))
+    value_field(obj, key, "bool", |v| {
+        v.as_bool().ok_or_else(|| type_error(v, path, "bool"))
+    })
 }
 
 /// A Go `int` field; fractions and values beyond 64 bits are errors.
@@ -132,12 +136,16 @@ pub fn int_of(v: &Json, path: &str, ty: &str) -> Result<i64, Error> {
 
 /// A `*string` field: as [`opt_str`], but a `null` written last makes it nil.
 pub fn opt_ptr_str<'a>(obj: &Fields<'a>, key: &str, path: &str) -> Result<Option<&'a str>, Error> {
-    nullable_field(obj, key, "*string", |v| v.as_str().ok_or_else(|| type_error(v, path, "string")))
+    nullable_field(obj, key, "*string", |v| {
+        v.as_str().ok_or_else(|| type_error(v, path, "string"))
+    })
 }
 
 /// A `*bool` field: as [`opt_bool`], but a `null` written last makes it nil.
 pub fn opt_ptr_bool(obj: &Fields, key: &str, path: &str) -> Result<Option<bool>, Error> {
-    nullable_field(obj, key, "*bool", |v| v.as_bool().ok_or_else(|| type_error(v, path, "bool")))
+    nullable_field(obj, key, "*bool", |v| {
+        v.as_bool().ok_or_else(|| type_error(v, path, "bool"))
+    })
 }
 
 /// A `*int` field: as [`opt_int`], but a `null` written last makes it nil.
@@ -196,15 +204,17 @@ pub fn opt_array<'a>(obj: &Fields<'a>, key: &str, path: &str) -> Result<&'a [Jso
 /// A slice field whose Go type the error names (`[]allocator.RangeSet`); `null`/absent is
 /// `None`.
 pub fn opt_list<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<&'a [Json]>, Error> {
-    nullable_field(obj, key, go_type, |v| v.as_array().ok_or_else(|| type_error(v, path, go_type)))
+    nullable_field(obj, key, go_type, |v| {
+        v.as_array().ok_or_else(|| type_error(v, path, go_type))
+    })
 }
 
-/// A struct field: every object written for it, merged as Go decodes them into one value;
-/// `None` when none was written (or only `null`).
-pub fn opt_object<'a>(obj: &Fields<'a>, key: &str, path: &str) -> Result<Option<Fields<'a>>, Error> {
+/// A struct field of Go type `go_type`: every object written for it, merged as Go decodes
+/// them into one value; `None` when none was written (or only `null`).
+pub fn opt_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
     let mut parts = Vec::new();
-    for v in obj.written(key, "struct").filter(|v| !v.is_null()) {
-        parts.push(v.as_object().ok_or_else(|| type_error(v, path, "struct"))?);
+    for v in obj.written(key, go_type).filter(|v| !v.is_null()) {
+        parts.push(v.as_object().ok_or_else(|| type_error(v, path, go_type))?);
     }
     Ok((!parts.is_empty()).then_some(Fields { parts }))
 }
@@ -279,7 +289,7 @@ mod tests {
             assert_eq!(opt_bool(o, "n", "x").unwrap(), None);
             assert_eq!(opt_str_list(o, "n", "x").unwrap(), None);
             assert!(opt_array(o, "n", "x").unwrap().is_empty());
-            assert!(opt_object(o, "n", "x").unwrap().is_none());
+            assert!(opt_object(o, "n", "x", "T").unwrap().is_none());
             assert!(opt_map(o, "n", "x", "map[string]string").unwrap().is_none());
             assert!(opt_raw(o, "n").is_none());
         });
@@ -298,38 +308,35 @@ mod tests {
 
     #[test]
     fn wrong_types_name_the_field() {
-        with(
-            r#"{"s": 1, "i": "x", "f": 1.5, "l": "x", "e": [1], "neg": -1}"#,
-            |o| {
-                assert_eq!(
-                    opt_str(o, "s", "route.dst").unwrap_err().msg,
-                    "json: cannot unmarshal number into Go struct field route.dst of type string"
-                );
-                assert_eq!(
-                    opt_int(o, "i", "r.mtu").unwrap_err().msg,
-                    "json: cannot unmarshal string into Go struct field r.mtu of type int"
-                );
-                assert_eq!(
-                    opt_int(o, "f", "r.mtu").unwrap_err().msg,
-                    "json: cannot unmarshal number 1.5 into Go struct field r.mtu of type int"
-                );
-                assert!(opt_str_list(o, "l", "d.search").is_err());
-                assert!(opt_str_list(o, "e", "d.search").is_err());
-                assert_eq!(
-                    opt_uint::<u32>(o, "neg", "r.mtu").unwrap_err().msg,
-                    "r.mtu: value -1 out of range"
-                );
-                assert_eq!(
-                    opt_u64(o, "neg", "B.ingressRate").unwrap_err().msg,
-                    "json: cannot unmarshal number -1 into Go struct field B.ingressRate of type uint64"
-                );
-                assert_eq!(opt_str(o, "s", "x").unwrap_err().code, 999);
-                assert_eq!(
-                    opt_bool(o, "s", "NetConf.isGateway").unwrap_err().msg,
-                    "json: cannot unmarshal number into Go struct field NetConf.isGateway of type bool"
-                );
-            },
-        );
+        with(r#"{"s": 1, "i": "x", "f": 1.5, "l": "x", "e": [1], "neg": -1}"#, |o| {
+            assert_eq!(
+                opt_str(o, "s", "route.dst").unwrap_err().msg,
+                "json: cannot unmarshal number into Go struct field route.dst of type string"
+            );
+            assert_eq!(
+                opt_int(o, "i", "r.mtu").unwrap_err().msg,
+                "json: cannot unmarshal string into Go struct field r.mtu of type int"
+            );
+            assert_eq!(
+                opt_int(o, "f", "r.mtu").unwrap_err().msg,
+                "json: cannot unmarshal number 1.5 into Go struct field r.mtu of type int"
+            );
+            assert!(opt_str_list(o, "l", "d.search").is_err());
+            assert!(opt_str_list(o, "e", "d.search").is_err());
+            assert_eq!(
+                opt_uint::<u32>(o, "neg", "r.mtu").unwrap_err().msg,
+                "r.mtu: value -1 out of range"
+            );
+            assert_eq!(
+                opt_u64(o, "neg", "B.ingressRate").unwrap_err().msg,
+                "json: cannot unmarshal number -1 into Go struct field B.ingressRate of type uint64"
+            );
+            assert_eq!(opt_str(o, "s", "x").unwrap_err().code, 999);
+            assert_eq!(
+                opt_bool(o, "s", "NetConf.isGateway").unwrap_err().msg,
+                "json: cannot unmarshal number into Go struct field NetConf.isGateway of type bool"
+            );
+        });
     }
 
     #[test]
@@ -349,8 +356,12 @@ mod tests {
 
     #[test]
     fn the_last_member_written_wins_whatever_its_case() {
-        with(r#"{"mtu": 1, "MTU": 2}"#, |o| assert_eq!(opt_int(o, "mtu", "x").unwrap(), Some(2)));
-        with(r#"{"MTU": 2, "mtu": 1}"#, |o| assert_eq!(opt_int(o, "mtu", "x").unwrap(), Some(1)));
+        with(r#"{"mtu": 1, "MTU": 2}"#, |o| {
+            assert_eq!(opt_int(o, "mtu", "x").unwrap(), Some(2))
+        });
+        with(r#"{"MTU": 2, "mtu": 1}"#, |o| {
+            assert_eq!(opt_int(o, "mtu", "x").unwrap(), Some(1))
+        });
         with(r#"{"MTU": 1, "mtu": 2, "MTU": 3}"#, |o| {
             assert_eq!(opt_int(o, "mtu", "x").unwrap(), Some(3))
         });
@@ -375,7 +386,7 @@ mod tests {
         with(
             r#"{"ipam": {"type": "host-local", "subnet": "10.0.0.0/8"}, "IPAM": {"Subnet": "10.1.0.0/16"}}"#,
             |o| {
-                let ipam = opt_object(o, "ipam", "x").unwrap().unwrap();
+                let ipam = opt_object(o, "ipam", "x", "types.IPAM").unwrap().unwrap();
                 assert_eq!(opt_str(&ipam, "type", "x").unwrap(), Some("host-local"));
                 assert_eq!(opt_str(&ipam, "subnet", "x").unwrap(), Some("10.1.0.0/16"));
             },
@@ -400,10 +411,7 @@ mod tests {
 
     #[test]
     fn null_object_is_empty() {
-        assert_eq!(
-            opt_str(&as_object(&Json::Null, "x").unwrap(), "a", "x").unwrap(),
-            None
-        );
+        assert_eq!(opt_str(&as_object(&Json::Null, "x").unwrap(), "a", "x").unwrap(), None);
         assert!(as_object(&doc("[1]"), "x").is_err());
     }
 }

@@ -89,7 +89,12 @@ impl Json {
             Json::Number(n) => Value::Number(n.clone()),
             Json::String(s) => Value::String(s.clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(o) => Value::Object(o.as_map().into_iter().map(|(k, v)| (k.to_string(), v.to_value())).collect()),
+            Json::Object(o) => Value::Object(
+                o.as_map()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
         }
     }
 }

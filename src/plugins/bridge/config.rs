@@ -3,9 +3,9 @@
 //! error naming the field), plus the reference's validation and messages.
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::{Fields, Json};
 use crate::cni::result::Dns;
 use crate::cni::{Error, Request};
-use crate::cni::json::{Fields, Json};
 
 /// `bridge` when the config names none.
 pub const DEFAULT_BRIDGE: &str = "cni0";
@@ -80,6 +80,7 @@ fn int_key(obj: &Fields, key: &str) -> Result<i64, Error> {
 /// Parse and validate the config of a request (every verb: CNI_ARGS errors fail DEL too, as
 /// in the reference, whose `loadNetConf` parses them).
 pub fn load(req: &Request) -> Result<NetConf, Error> {
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(failed_to_load)?;
     let obj = json::as_object(&req.config, "NetConf").map_err(failed_to_load)?;
     let bridge = json::opt_str(&obj, "bridge", "NetConf.bridge")
         .map_err(failed_to_load)?

@@ -64,6 +64,7 @@ pub const CHAIN_NAME_MAX: usize = 28;
 
 pub fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    crate::cni::config::check_net_conf(&req.config, "FirewallNetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "FirewallNetConf").map_err(|e| e.context(ctx))?;
     let text = |key: &str| -> Result<String, Error> {
         Ok(json::opt_str(&obj, key, &format!("FirewallNetConf.{key}"))

@@ -4,10 +4,10 @@
 //! Every error is prefixed `failed to parse config: ` and has code 999, as the reference's.
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::Fields;
 use crate::cni::{CniResult, Error, Request};
 use crate::netlink::nftables::shapes::portmap::{self as nft_shape, Conditions};
 use ipnetwork::IpNetwork;
-use crate::cni::json::Fields;
 use std::net::IpAddr;
 
 /// Kubernetes uses bits 14 and 15, Calico 20-31 (the reference's `DefaultMarkBit`).
@@ -153,6 +153,7 @@ fn decode(e: Error) -> Error {
 /// Reads the config. `nf_tables` says whether the kernel has nf_tables (asked only when
 /// the backend is not given and nothing in the config decides it).
 pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option<CniResult>), Error> {
+    cniconf::check_net_conf(&req.config, "PortMapConf").map_err(decode)?;
     let obj = json::as_object(&req.config, "PortMapConf").map_err(decode)?;
     let field = |k: &str| format!("PortMapConf.{k}");
     let backend = json::opt_ptr_str(&obj, "backend", &field("backend")).map_err(decode)?;
@@ -232,7 +233,14 @@ fn nft_conditions(v6: bool, words: &[String]) -> Result<Conditions, Error> {
 }
 
 fn mappings(obj: &Fields) -> Result<Vec<PortMapping>, Error> {
-    let Some(rc) = json::opt_object(obj, "runtimeConfig", "PortMapConf.runtimeConfig").map_err(decode)? else {
+    let Some(rc) = json::opt_object(
+        obj,
+        "runtimeConfig",
+        "PortMapConf.runtimeConfig",
+        r#"struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" }"#,
+    )
+    .map_err(decode)?
+    else {
         return Ok(vec![]);
     };
     let path = |k: &str| format!("PortMapEntry.runtimeConfig.portMappings.{k}");

@@ -913,7 +913,7 @@ fn del_matrix() {
                     }
                     Cell::PrevResultOfAnotherVersion => {
                         let other = if version == "0.4.0" { "1.0.0" } else { "0.4.0" };
-                        let p = cnibox::cni::CniResult::from_json(&prev(version))
+                        let p = cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&prev(version)))
                             .unwrap()
                             .to_json(other)
                             .unwrap();
