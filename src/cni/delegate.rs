@@ -97,6 +97,8 @@ pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<Cn
 fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Option<CniResult>, Error> {
     let mut sub = req.clone();
     sub.command = command;
+    // the copy is the delegate's own document, as an exec'd delegate parses its own
+    super::json::register("config", &sub.config);
     match command {
         Command::Add => {
             let result = plugin.add(&sub)?;
