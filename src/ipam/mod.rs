@@ -115,8 +115,13 @@ impl Plugin for HostLocal {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        // releasing needs only the store: its directory and the network's name
+        let (data_dir, name) = crate::cni::config::del_config(
+            "host-local",
+            || load(req).map(|c| (c.data_dir, c.name)),
+            || config::Config::store_of(&req.config),
+        );
+        let mut store = Store::open(&data_dir, &name).map_err(Error::internal)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }

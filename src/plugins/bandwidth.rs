@@ -263,8 +263,8 @@ impl Plugin for Bandwidth {
     /// Removes the ifb (all the reference does) and, when prevResult and the netns still
     /// lead to the host veth, its qdiscs; whatever is already gone is done.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        load(req)?;
-        let prev = prev_result(req)?;
+        // the ifb is found by attachment; prevResult names the host veth, if it can
+        let prev = cniconf::del_config("bandwidth", || load(req).and_then(|_| prev_result(req)), || None);
         let host = Handle::current()?;
         let name = ifb_name(&req.name, &req.container_id);
         if let Some(ifb) = host.link_by_name(&name)? {

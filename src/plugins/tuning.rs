@@ -467,8 +467,12 @@ impl Plugin for Tuning {
     /// Restores what ADD saved. Config errors fail as in the reference; anything else is
     /// logged and DEL succeeds (the reference ignores every restore failure).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let path = saved_file(&conf.data_dir, &req.container_id, &req.ifname);
+        let data_dir = cniconf::del_config(
+            "tuning",
+            || load(req).map(|c| c.data_dir),
+            || PathBuf::from(DEFAULT_DATA_DIR),
+        );
+        let path = saved_file(&data_dir, &req.container_id, &req.ifname);
         if let Err(e) = restore(req, &path) {
             eprintln!("cnibox tuning: DEL: {}", e.msg);
         }

@@ -24,6 +24,7 @@ use std::net::IpAddr;
 pub struct Veth;
 
 /// The plugin's own config keys (IPAM reads its section itself).
+#[derive(Default)]
 struct Conf {
     ip_masq: bool,
     ip_masq_backend: Option<String>,
@@ -142,7 +143,14 @@ impl Plugin for Veth {
     /// Everything is attempted whatever fails first (the first error is returned), and
     /// "already gone" is success: no netns, no link, no rules, no reservation.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
+        let conf = cniconf::del_config(
+            "veth",
+            || load(req),
+            || Conf {
+                ipam_type: cniconf::ipam_type(&req.config).ok().flatten().unwrap_or_default(),
+                ..Conf::default()
+            },
+        );
         let mut teardown = Teardown::new("veth");
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.
