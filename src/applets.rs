@@ -75,7 +75,7 @@ pub static APPLETS: &[Applet] = &[
     Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
-        kind: Kind::Plugin(&crate::ipam::HostLocal),
+        kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),
     },
     Applet {
         name: "cnitool",

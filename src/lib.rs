@@ -11,10 +11,12 @@
 //! * [`applets`]: the one table of applet names and the argv[0] dispatch.
 pub mod applets;
 pub mod cni;
+pub mod firewall_rules;
 pub mod hook;
 pub mod ipam;
 pub mod netlink;
 pub mod netns;
+pub mod plugin_kit;
 pub mod plugins;
 pub mod runtime;
 pub mod sysctl;

@@ -13,8 +13,6 @@
 //! arithmetic (25 ms latency, psched ticks) is the reference's, so the kernel ends up with
 //! the same qdiscs. DEL removes the ifb and the host veth's qdiscs; CHECK compares rate,
 //! limit and buffer of both token buckets and looks for the redirect to the ifb.
-use super::netns_open;
-use super::rollback::Rollback;
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::Interface;
@@ -22,6 +20,8 @@ use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::tc::{self, PschedClock, Tbf};
 use crate::netlink::{Handle, IfbSpec, Link};
 use crate::netns::Netns;
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 use serde_json::{Map, Value};
 
 pub struct Bandwidth;

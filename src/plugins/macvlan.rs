@@ -5,9 +5,6 @@
 //! so a name that exists on the host never clashes and a name that exists in the
 //! container is a clean error. With `linkInContainer` the master itself lives in the
 //! container namespace and the link is created there.
-use super::rollback::Rollback;
-use super::teardown::Teardown;
-use super::{check, container_link, iface, l3, netns_open};
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{Dns, Interface};
@@ -15,6 +12,9 @@ use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Family, Handle, Link, MacAddr, MacvlanMode, MacvlanSpec, TABLE_MAIN};
 use crate::netns::Netns;
+use crate::plugin_kit::rollback::Rollback;
+use crate::plugin_kit::teardown::Teardown;
+use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation, netns_open};
 use crate::sysctl;
 
 pub struct Macvlan;
@@ -169,7 +169,7 @@ impl Plugin for Macvlan {
         };
         match &conf.ipam_type {
             Some(ipam_type) => {
-                let ipam = l3::add(ipam_type, req, &mut rollback)?;
+                let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
                 result.ips = ipam.ips;
                 result.routes = ipam.routes;
                 for ip in &mut result.ips {
@@ -222,9 +222,9 @@ impl Plugin for Macvlan {
         if let Some(t) = &conf.ipam_type {
             delegate::check(t, req)?;
         }
-        let prev = check::prev_result(req, "Required prevResult missing")?;
-        let intf = check::container_entry(req, &prev);
-        check::check_sandbox(req, &intf)?;
+        let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
+        let intf = check_preamble::container_entry(req, &prev);
+        check_preamble::check_sandbox(req, &intf)?;
         CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, parse_mode(&conf.mode)?))?;
         iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
         iface::check_routes(&spaces.cont, &prev.routes)
@@ -240,7 +240,7 @@ impl Plugin for Macvlan {
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let ipam = cniconf::ipam_type(&req.config)?;
-        l3::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc(req, ipam.as_deref(), false)
     }
 }
 
@@ -287,7 +287,7 @@ fn create(
 }
 
 /// CHECK of the container interface named in prevResult, in the reference macvlan's words.
-const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
+const CONTAINER_LINK: check_preamble::ContainerLink = check_preamble::ContainerLink {
     prefix: "",
     kind: "macvlan",
     kind_word: "macvlan",

@@ -5,28 +5,28 @@ use crate::cni::result::Interface;
 use crate::cni::{delegate, CniResult, Error, Request};
 use crate::netlink::{Handle, Link};
 use crate::netns::Netns;
-use crate::plugins::check as plugin_check;
-use crate::plugins::iface;
+use crate::plugin_kit::check_preamble;
+use crate::plugin_kit::iface;
 
 pub fn check(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    let netns = crate::plugins::netns_open::container(&req.netns)?;
+    let netns = crate::plugin_kit::netns_open::container(&req.netns)?;
     // The reference delegates unconditionally, so an L2 config fails with "no plugin name
     // provided"; there is nothing to check without IPAM.
     if let Some(ipam) = &conf.ipam_type {
         delegate::check(ipam, req)?;
     }
-    let prev = plugin_check::prev_result(req, "Required prevResult missing")?;
+    let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
     verify(req, conf, &netns, &prev)
 }
 
 fn verify(req: &Request, conf: &NetConf, netns: &Netns, prev: &CniResult) -> Result<(), Error> {
     let empty = Interface::default();
     let br_entry = prev.interfaces.iter().find(|i| i.name == conf.bridge).unwrap_or(&empty);
-    let cont_entry = &plugin_check::container_entry(req, prev);
+    let cont_entry = &check_preamble::container_entry(req, prev);
 
     let host = Handle::current()?;
     let bridge = check_bridge(&host, br_entry, conf)?;
-    plugin_check::check_sandbox(req, cont_entry)?;
+    check_preamble::check_sandbox(req, cont_entry)?;
     let cont_h = Handle::open(netns)?;
     let container = check_container(&cont_h, cont_entry)?;
 

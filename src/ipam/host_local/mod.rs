@@ -6,12 +6,12 @@ pub mod config;
 pub mod index;
 pub mod range;
 pub mod range_set;
-pub mod resolv;
 pub mod store;
 
 use crate::cni::error::code;
 use crate::cni::result::{Dns, IpConfig};
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::ipam::resolv;
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;

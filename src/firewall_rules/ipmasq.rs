@@ -12,11 +12,11 @@
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules. Teardown runs no process
-//! unless an iptables chain of the attachment exists (see [`super::iptables`]).
-pub use super::firewall_tools::Error;
-use super::firewall_tools::{err, missing_tool};
-use super::iptables;
-use super::xtables::{self, Family as IpFamily, Script};
+//! unless an iptables chain of the attachment exists (see [`super::iptables::variants`]).
+use super::iptables::save_restore::{self, Family as IpFamily, Script};
+use super::iptables::variants;
+pub use super::tools::Error;
+use super::tools::{err, missing_tool};
 use crate::cni::netaddr::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
@@ -89,7 +89,7 @@ fn missing_iptables(addrs: &[IpNetwork]) -> Option<String> {
     [IpFamily::V4, IpFamily::V6]
         .into_iter()
         .filter(|v| addrs.iter().any(|a| IpFamily::of(a.ip()) == *v))
-        .find(|v| iptables::default_tools(*v).is_none())
+        .find(|v| variants::default_tools(*v).is_none())
         .map(|v| format!("{}-restore", v.tool()))
 }
 
@@ -278,18 +278,18 @@ fn ipt_spec(matches: &[&str], comment: &str, target: &str) -> Vec<String> {
 fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     let chain = iptables_chain(att);
     let comment = iptables_comment(att);
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     for v in [IpFamily::V4, IpFamily::V6] {
         let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| IpFamily::of(a.ip()) == v).collect();
         if mine.is_empty() {
             continue;
         }
         let op = format!("set up {} masquerade", v.tool());
-        let tools = iptables::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
-        let table = if iptables::chain_locations(v, &chain)?.contains(&tools.variant) {
-            xtables::save_with(&tools.save, "nat")?
+        let tools = variants::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
+        let table = if variants::chain_locations(v, &chain)?.contains(&tools.variant) {
+            save_restore::save_with(&tools.save, "nat")?
         } else {
-            xtables::Table::default()
+            save_restore::Table::default()
         };
         let mut script = Script::new("nat");
         if !table.has_chain(&chain) {
@@ -316,7 +316,7 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
                 }
             }
         }
-        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
+        save_restore::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
     }
     Ok(())
 }
@@ -325,15 +325,15 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 /// has it. Nothing is run when no variant has it.
 fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
     let chain = iptables_chain(att);
-    let found = iptables::chain_locations(v, &chain)?;
+    let found = variants::chain_locations(v, &chain)?;
     if found.is_empty() {
         return Ok(());
     }
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     let op = format!("tear down {} masquerade", v.tool());
     for variant in found {
-        let tools = iptables::needed_tools(v, variant, &op)?;
-        let table = xtables::save_with(&tools.save, "nat")?;
+        let tools = variants::needed_tools(v, variant, &op)?;
+        let table = save_restore::save_with(&tools.save, "nat")?;
         if !table.has_chain(&chain) {
             continue; // a legacy nat table without this chain
         }
@@ -347,7 +347,7 @@ fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
             script.delete(&chain, spec);
         }
         script.delete_chain(&chain);
-        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
+        save_restore::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
     }
     Ok(())
 }

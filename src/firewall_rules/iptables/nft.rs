@@ -10,14 +10,14 @@
 //! someone else wrote with anything more is read as a line no script can match, so it is
 //! never taken for one of ours and never deleted.
 //!
-//! iptables-legacy hosts keep the process path ([`xtables::save`]/[`xtables::restore`]):
+//! iptables-legacy hosts keep the process path ([`super::save_restore`]):
 //! legacy tables are not reachable over nf_tables netlink.
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
-use super::firewall_tools::{err, Error};
-use super::xtables::{Family, Op, Script, Table};
+use super::save_restore::{Family, Op, Script, Table};
+use crate::firewall_rules::tools::{err, Error};
 use crate::netlink::nftables::expr::xt_ctstate;
 use crate::netlink::nftables::shapes::xtables::{self as shape, Cond, Target, XtMatch, XtRule, XtTable};
 use crate::netlink::nftables::{Nftables, Policy, Transaction};
@@ -130,7 +130,7 @@ const ATTEMPTS: usize = 50;
 /// planned again if anything was committed in between; on an iptables-legacy host one
 /// `iptables-restore --noflush` after one `iptables-save`. Returns the script applied.
 pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
-    if !super::iptables::over_netlink(family) {
+    if !super::variants::over_netlink(family) {
         return save_plan_restore(family, table, plan);
     }
     let done = change_over_netlink(family, table, None, plan)?;
@@ -141,7 +141,7 @@ pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Scri
 /// [`change`] where the chain `chain` exists, and nothing (Ok(None)) where it provably does
 /// not (DEL: nothing was set up). On an iptables-nft host the read that plans the change
 /// decides, in the same dump of the chains; on an iptables-legacy host the kernel's list of
-/// the tables in use ([`chain_locations_in`](super::iptables::chain_locations_in)), so no
+/// the tables in use ([`chain_locations_in`](super::variants::chain_locations_in)), so no
 /// process runs where nothing can be.
 pub fn change_where_chain(
     family: Family,
@@ -149,11 +149,11 @@ pub fn change_where_chain(
     chain: &str,
     plan: impl Fn(&Table) -> Script,
 ) -> Result<Option<Script>, Error> {
-    if super::iptables::over_netlink(family) {
+    if super::variants::over_netlink(family) {
         return change_over_netlink(family, table, Some(chain), plan);
     }
     // a failed look is no proof: read with iptables-save then
-    let may_exist = super::iptables::chain_locations_in(family, table, chain).map_or(true, |found| !found.is_empty());
+    let may_exist = super::variants::chain_locations_in(family, table, chain).map_or(true, |found| !found.is_empty());
     if !may_exist {
         return Ok(None);
     }
@@ -161,8 +161,8 @@ pub fn change_where_chain(
 }
 
 fn save_plan_restore(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
-    let script = plan(&super::xtables::save(family, table)?);
-    super::xtables::restore(family, &script).map(|_| script)
+    let script = plan(&super::save_restore::save(family, table)?);
+    super::save_restore::restore(family, &script).map(|_| script)
 }
 
 /// Read, plan and apply until no commit came in between; None when `chain` is given and
@@ -190,7 +190,7 @@ fn change_over_netlink(
 
 /// One table of the host's iptables as read the way its `iptables` reads it: over netlink
 /// on an iptables-nft host, with `iptables-save` on an iptables-legacy one (see
-/// [`over_netlink`](super::iptables::over_netlink)). For reading only (CHECK); changes go
+/// [`over_netlink`](super::variants::over_netlink)). For reading only (CHECK); changes go
 /// through [`change`].
 pub enum HostTable {
     Netlink(Snapshot),
@@ -200,10 +200,10 @@ pub enum HostTable {
 impl HostTable {
     /// Reads `table` of `family`.
     pub fn read(family: Family, table: &'static str) -> Result<HostTable, Error> {
-        if super::iptables::over_netlink(family) {
+        if super::variants::over_netlink(family) {
             read(family, table).map(HostTable::Netlink)
         } else {
-            super::xtables::save(family, table).map(|t| HostTable::Process(family, t))
+            super::save_restore::save(family, table).map(|t| HostTable::Process(family, t))
         }
     }
 
@@ -355,7 +355,7 @@ pub fn rule(spec: &[String]) -> Result<XtRule, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::xtables::split_rule;
+    use crate::firewall_rules::iptables::save_restore::split_rule;
 
     #[test]
     fn the_firewalls_rules_translate_and_read_back_in_save_order() {
