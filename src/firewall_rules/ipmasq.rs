@@ -13,10 +13,11 @@
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules. Teardown runs no process
 //! unless an iptables chain of the attachment exists (see [`super::iptables::variants`]).
+use super::error::err;
+pub use super::error::Error;
 use super::iptables::save_restore::{self, Family as IpFamily, Script};
 use super::iptables::variants;
-pub use super::tools::Error;
-use super::tools::{err, missing_tool};
+use super::tools::missing_tool;
 use crate::cni::netaddr::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
 use crate::netlink::nftables::{Nftables, Transaction};

@@ -5,8 +5,10 @@
 //! * [`iptables`]: the iptables backends: which variant holds a chain and which tools
 //!   change it, `iptables-save`/`iptables-restore`, and the same over nf_tables netlink on
 //!   an iptables-nft host.
-//! * [`tools`]: finding `iptables-save`/`iptables-restore` and their variants, and the error type.
+//! * [`tools`]: finding `iptables-save`/`iptables-restore` and their variants.
+//! * [`error`]: the error every one of them returns.
 //! * [`host_lock`]: host-wide locks (iptables changes, portmap's host ports).
+pub mod error;
 pub mod host_lock;
 pub mod ipmasq;
 pub mod iptables;

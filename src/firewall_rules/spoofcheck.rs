@@ -11,8 +11,8 @@
 //! [`spoofcheck` shape](crate::netlink::nftables::shapes::spoofcheck).
 //!
 //! Setup and teardown are one netlink transaction each; no process is run.
-use super::tools::err;
-pub use super::tools::Error;
+use super::error::err;
+pub use super::error::Error;
 use crate::netlink::nftables::shapes::spoofcheck as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
 use crate::netlink::MacAddr;

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 use ipnetwork::IpNetwork;
 
 use super::save_restore::{Family, Op, Script, Table};
-use crate::firewall_rules::tools::{err, Error};
+use crate::firewall_rules::error::{err, Error};
 use crate::netlink::nftables::expr::xt_ctstate;
 use crate::netlink::nftables::shapes::xtables::{self as shape, Cond, Target, XtMatch, XtRule, XtTable};
 use crate::netlink::nftables::{Nftables, Policy, Transaction};

@@ -11,7 +11,8 @@
 //! is iptables-nft, callers that go through [`nft::change`](super::nft::change)
 //! (the firewall plugin) run neither: the same [`Table`] is read and the same [`Script`]
 //! applied over nf_tables netlink.
-use crate::firewall_rules::tools::{err, find_tool, missing_tool, Error};
+use crate::firewall_rules::error::{err, Error};
+use crate::firewall_rules::tools::{find_tool, missing_tool};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::IpAddr;

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use super::save_restore::Family as IpVersion;
-use crate::firewall_rules::tools::{err, find_tool, missing_tool, Error};
+use crate::firewall_rules::error::{err, Error};
+use crate::firewall_rules::tools::{find_tool, missing_tool};
 use crate::netlink::nftables::shapes::xtables;
 use crate::netlink::nftables::Nftables;
 
