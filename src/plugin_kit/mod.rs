@@ -3,6 +3,8 @@
 //! * [`check_preamble`]: what every CHECK verifies first (prevResult, the container interface).
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
+//! * [`lower_link`]: a link stacked on a host interface (the "master"): namespaces, master,
+//!   MTU bound, creation in the container.
 //! * [`ipam_delegation`]: IPAM ADD with release on failure, GC forwarding, the masquerade
 //!   attachment.
 //! * [`rollback`]: undo what a failed ADD did.
@@ -11,6 +13,7 @@ pub mod check_preamble;
 pub mod container_link;
 pub mod iface;
 pub mod ipam_delegation;
+pub mod lower_link;
 pub mod netns_open;
 pub mod rollback;
 pub mod teardown;

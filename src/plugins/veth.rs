@@ -12,7 +12,7 @@ use crate::cni::result::{Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::firewall_rules::ipmasq;
 use crate::netlink::{
-    self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
+    self, AddrOptions, Family, Handle, Link, LinkKind, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
@@ -329,7 +329,7 @@ fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
         let Some(link) = host.link_by_name(&intf.name)? else {
             continue;
         };
-        if link.kind.as_deref() != Some("veth") {
+        if link.kind != Some(LinkKind::Veth) {
             continue;
         }
         let routes = host.routes(Family::All)?;
@@ -366,7 +366,7 @@ mod tests {
         Link {
             index: 7,
             name: name.into(),
-            kind: Some("veth".into()),
+            kind: Some(LinkKind::Veth),
             slave_kind: None,
             mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
             mtu: 1500,
@@ -376,7 +376,6 @@ mod tests {
             oper_state: OperState::Down,
             peer_index: None,
             link_netnsid: None,
-            macvlan_mode: None,
             promisc: false,
             allmulti: false,
             txqlen: 0,

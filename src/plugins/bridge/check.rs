@@ -3,7 +3,7 @@
 use super::config::NetConf;
 use crate::cni::result::Interface;
 use crate::cni::{delegate, CniResult, Error, Request};
-use crate::netlink::{Handle, Link};
+use crate::netlink::{Handle, Link, LinkKind};
 use crate::netns::Netns;
 use crate::plugin_kit::check_preamble;
 use crate::plugin_kit::iface;
@@ -83,7 +83,7 @@ fn mac_differs(intf: &Interface, link: &Link) -> bool {
 
 fn check_bridge(h: &Handle, intf: &Interface, conf: &NetConf) -> Result<Link, Error> {
     let link = lookup(h, intf, false)?;
-    if link.kind.as_deref() != Some("bridge") {
+    if !matches!(link.kind, Some(LinkKind::Bridge(_))) {
         return Err(Error::internal(format!(
             "Interface {} does not have link type of bridge",
             intf.name
@@ -107,7 +107,7 @@ fn check_bridge(h: &Handle, intf: &Interface, conf: &NetConf) -> Result<Link, Er
 
 fn check_container(h: &Handle, intf: &Interface) -> Result<Link, Error> {
     let link = lookup(h, intf, true)?;
-    if link.kind.as_deref() != Some("veth") {
+    if link.kind != Some(LinkKind::Veth) {
         return Err(Error::internal(format!(
             "Error: Container interface {} not of type veth",
             link.name
@@ -134,7 +134,7 @@ fn check_container(h: &Handle, intf: &Interface) -> Result<Link, Error> {
 /// interfaces that are not veths, or are someone else's, are skipped (false).
 fn check_host_veth(h: &Handle, intf: &Interface, bridge: &Link, container: &Link) -> Result<bool, Error> {
     let link = lookup(h, intf, false)?;
-    if link.kind.as_deref() != Some("veth") {
+    if link.kind != Some(LinkKind::Veth) {
         return Ok(false);
     }
     let Some(peer) = link.peer_index else {

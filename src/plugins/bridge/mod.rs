@@ -22,7 +22,7 @@ pub mod gateway;
 use crate::cni::result::Interface;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
 use crate::firewall_rules::{ipmasq, spoofcheck};
-use crate::netlink::{Handle, Link, MacAddr};
+use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::teardown::Teardown;
@@ -273,7 +273,7 @@ fn delete_host_end(prev: &CniResult, conf: &NetConf) -> Result<(), Error> {
         let Some(link) = host.link_by_name(&port.name)? else {
             continue;
         };
-        let ours = link.kind.as_deref() == Some("veth")
+        let ours = link.kind == Some(LinkKind::Veth)
             && link.master == Some(bridge.index)
             && port.mac.is_some()
             && link.mac.map(|m| m.to_string()) == port.mac;
