@@ -28,8 +28,8 @@ use ipnetwork::IpNetwork;
 const NFT_COMMENT_MAX: usize = 128;
 /// iptables chain names are at most 28 characters.
 const IPT_CHAIN_LEN: usize = 28;
-/// How often a teardown re-reads and retries when a concurrent change removed a rule it
-/// was about to delete.
+/// How often a change is read and planned again when a concurrent change removed a rule
+/// it was about to delete.
 const ATTEMPTS: usize = 3;
 
 /// Where masquerade rules go.
@@ -199,25 +199,22 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
     let c = comment(att);
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let now = shape::state(&nft).map_err(failed)?;
-        let mut tx = Transaction::new();
-        tx.declare(&shape::layout(), &now);
-        for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
-            shape::delete(&mut tx, *handle);
-        }
-        for a in addrs {
-            shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
-        }
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            // a concurrent DEL of the same attachment removed a stale rule first
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(failed(e)),
-        }
-    }
-    Err(failed(last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let now = shape::state(nft).map_err(failed)?;
+            let mut tx = Transaction::new();
+            tx.declare(&shape::layout(), &now);
+            for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
+                shape::delete(&mut tx, *handle);
+            }
+            for a in addrs {
+                shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
+            }
+            Ok(tx)
+        },
+        failed,
+    )
 }
 
 /// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
@@ -228,28 +225,19 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
         Err(e) if e.is_netfilter_missing() => return Ok(()),
         Err(e) => return Err(err(op, e)),
     };
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let doomed: Vec<u64> = shape::rules(&nft)
-            .map_err(|e| err(op, e))?
-            .into_iter()
-            .filter(|(_, c)| c.starts_with(prefix) && also(c))
-            .map(|(h, _)| h)
-            .collect();
-        if doomed.is_empty() {
-            return Ok(());
-        }
-        let mut tx = Transaction::new();
-        for h in doomed {
-            shape::delete(&mut tx, h);
-        }
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(err(op, e)),
-        }
-    }
-    Err(err(op, last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let mut tx = Transaction::new();
+            for (h, c) in shape::rules(nft).map_err(|e| err(op, e))? {
+                if c.starts_with(prefix) && also(&c) {
+                    shape::delete(&mut tx, h);
+                }
+            }
+            Ok(tx)
+        },
+        |e| err(op, e),
+    )
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it.

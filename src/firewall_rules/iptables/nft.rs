@@ -77,17 +77,18 @@ fn snapshot(family: Family, table: &'static str, read: XtTable) -> Snapshot {
     }
 }
 
-/// Applies `script` to the table `snap` was read from, in one transaction (all lines or
-/// none) that the kernel applies only if nothing was committed since the read: Ok(false)
-/// when it was refused for that (read and plan again). A `-D` deletes the first rule that
-/// reads as its words, as iptables does.
-pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
+/// `script` as one transaction on the table `snap` was read from (all lines or none), which
+/// the kernel applies only if nothing was committed since the read (else it is refused as
+/// [`is_generation_changed`](crate::netlink::Error::is_generation_changed): read and plan
+/// again). Empty for an empty script. A `-D` deletes the first rule that reads as its
+/// words, as iptables does.
+fn transaction(snap: &Snapshot, script: &Script) -> Result<Transaction, Error> {
+    let mut tx = Transaction::new();
     if script.is_empty() {
-        return Ok(true);
+        return Ok(tx);
     }
     let op = || format!("change {} table {}", snap.family.tool(), snap.table);
     let family = snap.family.nf_family();
-    let mut tx = Transaction::new();
     let mut w = shape::Writer::new(&mut tx, family, snap.table, &snap.read);
     let mut deleted = vec![];
     for line in script.ops() {
@@ -113,12 +114,7 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
             }
         }
     }
-    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    match nft.commit(tx) {
-        Ok(()) => Ok(true),
-        Err(e) if e.is_generation_changed() => Ok(false),
-        Err(e) => Err(err(op(), e)),
-    }
+    Ok(tx)
 }
 
 /// How often a change is read and planned again when the ruleset keeps changing under it
@@ -173,19 +169,27 @@ fn change_over_netlink(
     chain: Option<&str>,
     plan: impl Fn(&Table) -> Script,
 ) -> Result<Option<Script>, Error> {
-    for _ in 0..ATTEMPTS {
-        let Some(snap) = read_where(family, table, chain)? else {
-            return Ok(None);
-        };
-        let script = plan(&snap.saved);
-        if apply(&snap, &script)? {
-            return Ok(Some(script));
-        }
-    }
-    Err(err(
-        format!("change {} table {table}", family.tool()),
-        format!("the ruleset changed during each of {ATTEMPTS} attempts"),
-    ))
+    let op = || format!("change {} table {table}", family.tool());
+    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
+    let mut planned = None;
+    nft.commit_planned(
+        ATTEMPTS,
+        |_| {
+            planned = None;
+            let Some(snap) = read_where(family, table, chain)? else {
+                return Ok(Transaction::new());
+            };
+            let script = plan(&snap.saved);
+            let tx = transaction(&snap, &script)?;
+            planned = Some(script);
+            Ok(tx)
+        },
+        |e| match e.is_generation_changed() {
+            true => err(op(), format!("the ruleset changed during each of {ATTEMPTS} attempts")),
+            false => err(op(), e),
+        },
+    )?;
+    Ok(planned)
 }
 
 /// One table of the host's iptables as read the way its `iptables` reads it: over netlink

@@ -153,8 +153,8 @@ impl Script {
         self.ops.is_empty()
     }
 
-    /// The lines, in order (what [`nft::apply`](super::nft::apply)
-    /// turns into one nf_tables transaction).
+    /// The lines, in order (what [`nft::change`](super::nft::change) turns into one
+    /// nf_tables transaction on an iptables-nft host).
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
