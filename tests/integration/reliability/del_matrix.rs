@@ -5,6 +5,7 @@
 //! cnitool). Every cell must succeed and leave no address, link, rule or cache file behind.
 //! One container namespace is reused across cells where that is sound.
 use crate::common;
+use crate::plugin_state::rules;
 
 use common::*;
 use serde_json::{json, Value};
@@ -47,20 +48,6 @@ fn conf(env: &TestEnv, plugin: &str, version: &str) -> Value {
         }
         other => json!({"cniVersion": version, "name": "delnet", "type": other, "ipMasq": true, "ipam": ipam}),
     }
-}
-
-fn rules(ns: &Netns) -> String {
-    let mut s = String::new();
-    for tool in [&["nft", "list", "ruleset"][..], &["iptables-save"][..]] {
-        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
-            s += &String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
-                .collect::<String>();
-        }
-    }
-    s
 }
 
 /// Link names, addresses and rules of the host namespace. Not ifindexes, flags or
