@@ -503,3 +503,26 @@ fn del_matrix() {
         clean(v);
     }
 }
+
+/// How bandwidth reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    let ctx = "failed to parse network configuration: ";
+    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
+    check_reads(
+        "bandwidth",
+        &[
+            (
+                "runtimeConfig",
+                999,
+                format!("{ctx}{}", mistyped("NetConf.runtimeConfig", "struct")),
+            ),
+            (
+                "prevResult",
+                999,
+                format!("could not parse prevResult: could not parse prevResult: {prev}"),
+            ),
+        ],
+    );
+}

@@ -1013,3 +1013,30 @@ fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "macvlan",
+        keys: json!({"master": del_matrix::MASTER}),
+        attachment: Attachment::InterfaceOnMaster,
+    });
+}
+
+/// How macvlan reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    let ctx = "failed to load netconf: ";
+    check_reads(
+        "macvlan",
+        &[
+            ("ipam", 999, format!("{ctx}{}", mistyped("NetConf.ipam", "struct"))),
+            ("dns", 999, format!("{ctx}{}", mistyped("NetConf.dns", "struct"))),
+            ("runtimeConfig", 999, mistyped("NetConf.runtimeConfig", "struct")),
+        ],
+    );
+}

@@ -506,3 +506,24 @@ fn del_config_errors() {
     w.run(false, "DEL", &w.conf("1.0.0", &json!({})), "").unwrap().success();
     assert_eq!(w.saved(), None);
 }
+
+/// How tuning reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    let ctx = "failed to load netconf: ";
+    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
+    check_reads(
+        "tuning",
+        &[
+            // tuning's reference decodes these into its own struct
+            (
+                "runtimeConfig",
+                999,
+                format!("{ctx}{}", mistyped("TuningConf.runtimeConfig", "struct")),
+            ),
+            ("args", 999, format!("{ctx}{}", mistyped("TuningConf.args", "struct"))),
+            ("prevResult", 999, format!("could not parse prevResult: {prev}")),
+        ],
+    );
+}

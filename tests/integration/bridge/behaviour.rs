@@ -1309,3 +1309,31 @@ fn masquerade_on_a_machine_without_firewall_tools() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "bridge",
+        keys: json!({"bridge": "dmbr0", "isGateway": true, "ipMasq": true}),
+        attachment: Attachment::InterfaceOnBridge("dmbr0"),
+    });
+}
+
+/// How bridge reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    let ctx = "failed to load netconf: ";
+    check_reads(
+        "bridge",
+        &[
+            ("ipam", 999, format!("{ctx}{}", mistyped("NetConf.ipam", "struct"))),
+            ("dns", 999, format!("{ctx}{}", mistyped("NetConf.dns", "struct"))),
+            ("runtimeConfig", 999, mistyped("NetConf.runtimeConfig", "struct")),
+            ("args", 999, mistyped("NetConf.args", "struct")),
+        ],
+    );
+}

@@ -568,3 +568,26 @@ fn add_dumps_the_nftables_rules_once() {
     }
     node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &c).success();
 }
+
+/// How portmap reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    // portmap's reference decodes both into its own struct, and says so in front
+    let ctx = "failed to parse config: failed to parse network configuration: ";
+    check_reads(
+        "portmap",
+        &[
+            (
+                "runtimeConfig",
+                999,
+                format!("{ctx}{}", mistyped("PortMapConf.runtimeConfig", "struct")),
+            ),
+            (
+                "prevResult",
+                999,
+                format!("{ctx}{}", mistyped("PortMapConf.prevResult", "map[string]interface {}")),
+            ),
+        ],
+    );
+}
