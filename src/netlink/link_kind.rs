@@ -3,11 +3,18 @@
 //! enum. The kernel's reports decode into it ([`Link::kind`](super::Link::kind)) and create
 //! requests encode from it ([`Handle::create_link`](super::Handle::create_link)).
 //!
-//! A new kind is one variant here, with its arm in [`LinkKind::name`], [`LinkKind::decode`]
-//! and [`LinkKind::encode_data`] (and in [`LinkKind::feature`] when a kernel may lack it).
-//! Until it has a variant, a kind decodes as [`LinkKind::Other`] with the kernel's name.
+//! A new kind is one variant here, with its IFLA_INFO_DATA attribute numbers and its arm in
+//! [`LinkKind::name`], [`LinkKind::decode`] and [`LinkKind::encode_data`] (and in
+//! [`LinkKind::feature`] when a kernel may lack it), and the variant in the round trip of
+//! this file's tests. Until it has a variant, a kind decodes as [`LinkKind::Other`] with the
+//! kernel's name.
 use super::types::MacvlanMode;
 use super::wire::{self, attr, Nest};
+
+// IFLA_INFO_DATA attributes, per kind (linux/if_link.h).
+const IFLA_BR_VLAN_FILTERING: u16 = 7;
+const IFLA_MACVLAN_MODE: u16 = 1;
+const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
 
 /// A link kind with its kind-specific data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,13 +81,13 @@ impl LinkKind {
         Some(match name.as_str() {
             "veth" => LinkKind::Veth,
             "bridge" => LinkKind::Bridge(BridgeData {
-                vlan_filtering: wire::find(data, wire::IFLA_BR_VLAN_FILTERING)
+                vlan_filtering: wire::find(data, IFLA_BR_VLAN_FILTERING)
                     .and_then(wire::as_u8)
                     .map(|v| v != 0),
             }),
             "macvlan" => LinkKind::Macvlan(MacvlanData {
-                mode: u32_of(wire::IFLA_MACVLAN_MODE).and_then(MacvlanMode::from_raw),
-                bcqueuelen: u32_of(wire::IFLA_MACVLAN_BC_QUEUE_LEN),
+                mode: u32_of(IFLA_MACVLAN_MODE).and_then(MacvlanMode::from_raw),
+                bcqueuelen: u32_of(IFLA_MACVLAN_BC_QUEUE_LEN),
             }),
             "ifb" => LinkKind::Ifb,
             _ => LinkKind::Other(name),
@@ -93,15 +100,15 @@ impl LinkKind {
         match self {
             LinkKind::Bridge(b) => {
                 if let Some(on) = b.vlan_filtering {
-                    d.push(attr(wire::IFLA_BR_VLAN_FILTERING, on as u8)?);
+                    d.push(attr(IFLA_BR_VLAN_FILTERING, on as u8)?);
                 }
             }
             LinkKind::Macvlan(m) => {
                 if let Some(mode) = m.mode {
-                    d.push(attr(wire::IFLA_MACVLAN_MODE, mode.to_raw())?);
+                    d.push(attr(IFLA_MACVLAN_MODE, mode.to_raw())?);
                 }
                 if let Some(len) = m.bcqueuelen {
-                    d.push(attr(wire::IFLA_MACVLAN_BC_QUEUE_LEN, len)?);
+                    d.push(attr(IFLA_MACVLAN_BC_QUEUE_LEN, len)?);
                 }
             }
             LinkKind::Veth | LinkKind::Ifb | LinkKind::Other(_) => {}

@@ -105,13 +105,7 @@ impl Plugin for HostLocal {
         let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
-        Ok(CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![],
-            ips,
-            routes: conf.routes,
-            dns,
-        })
+        Ok(crate::ipam::result(req, ips, conf.routes, dns))
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
