@@ -1,8 +1,7 @@
-//! The IPAM applets and what they share.
-//! * [`host_local`]: the host-local IPAM plugin (its allocator, config, owner index, ranges
-//!   and on-disk store are its own submodules).
-//! * [`resolv`]: reading a resolv.conf into a result's DNS.
-//! * [`result`]: the answer every IPAM applet gives.
+//! The IPAM applets, one module each (e.g. [`host_local`], whose allocator, config, owner
+//! index, ranges and on-disk store are its own submodules), and what they share:
+//! [`resolv`] (a resolv.conf into a result's DNS) and [`result`] (the answer every IPAM
+//! applet gives).
 pub mod host_local;
 pub mod resolv;
 
