@@ -507,22 +507,13 @@ fn del_matrix() {
 /// How bandwidth reads the keys every config shares, each mistyped (`common_keys`).
 #[test]
 fn common_keys() {
-    use crate::common_keys::{check_reads, mistyped};
+    use crate::common_keys::{check_reads, prev_result_read, struct_read};
     let ctx = "failed to parse network configuration: ";
-    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
     check_reads(
         "bandwidth",
         &[
-            (
-                "runtimeConfig",
-                999,
-                format!("{ctx}{}", mistyped("NetConf.runtimeConfig", "struct")),
-            ),
-            (
-                "prevResult",
-                999,
-                format!("could not parse prevResult: could not parse prevResult: {prev}"),
-            ),
+            struct_read("runtimeConfig", ctx, "NetConf.runtimeConfig"),
+            prev_result_read("could not parse prevResult: "),
         ],
     );
 }

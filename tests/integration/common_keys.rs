@@ -31,6 +31,31 @@ pub fn mistyped(field: &str, ty: &str) -> String {
     format!("json: cannot unmarshal number into Go struct field {field} of type {ty}")
 }
 
+/// How a plugin fails on a shared key it reads: (key, code, message).
+pub type Read = (&'static str, u64, String);
+
+/// `key` decoded into the plugin's struct field `field` (`NetConf.dns`), a Go struct, with
+/// the plugin's `ctx` in front.
+pub fn struct_read(key: &'static str, ctx: &str, field: &str) -> Read {
+    (key, 999, format!("{ctx}{}", mistyped(field, "struct")))
+}
+
+/// `ipam` and `dns` as the reference's interface plugins read them: into their `NetConf`,
+/// in `loadConf`, whose error begins `failed to load netconf: `.
+pub fn load_conf_reads() -> Vec<Read> {
+    let ctx = "failed to load netconf: ";
+    vec![
+        struct_read("ipam", ctx, "NetConf.ipam"),
+        struct_read("dns", ctx, "NetConf.dns"),
+    ]
+}
+
+/// `prevResult` through the one prevResult reader, with the plugin's `ctx` in front.
+pub fn prev_result_read(ctx: &str) -> Read {
+    let core = mistyped("NetConf.prevResult", "map[string]interface {}");
+    ("prevResult", 999, format!("{ctx}could not parse prevResult: {core}"))
+}
+
 /// ADD of `applet` with `key` set to the number 5 in an otherwise valid config: (code, msg),
 /// (0, "") on success. Each call has its own container and container ID.
 fn add_with_mistyped(env: &TestEnv, applet: &str, key: &str) -> (u64, String) {
@@ -62,7 +87,7 @@ fn add_with_mistyped(env: &TestEnv, applet: &str, key: &str) -> (u64, String) {
 
 /// ADD of `applet` with `key` mistyped: the `(code, message)` of `reads` for the key, or,
 /// for a key not in `reads`, no failure because of it (the message, if any, does not name it).
-fn check_key(env: &TestEnv, applet: &str, key: &str, reads: &[(&str, u64, String)]) {
+fn check_key(env: &TestEnv, applet: &str, key: &str, reads: &[Read]) {
     let (code, msg) = add_with_mistyped(env, applet, key);
     match reads.iter().find(|(k, _, _)| *k == key) {
         Some((_, want_code, want)) => assert_eq!((code, msg.as_str()), (*want_code, want.as_str()), "{applet} {key}"),
@@ -72,7 +97,7 @@ fn check_key(env: &TestEnv, applet: &str, key: &str, reads: &[(&str, u64, String
 
 /// `applet` fails with `(key, code, message)` of `reads` for each key it reads, and ignores
 /// the other [`PLUGIN_KEYS`].
-pub fn check_reads(applet: &str, reads: &[(&str, u64, String)]) {
+pub fn check_reads(applet: &str, reads: &[Read]) {
     common::require_root();
     let env = TestEnv::new();
     for (key, _, _) in reads {
@@ -85,11 +110,11 @@ pub fn check_reads(applet: &str, reads: &[(&str, u64, String)]) {
 
 /// Every plugin applet fails on the entry point's key `key` with `want(applet)`, or (None)
 /// does not fail because of it.
-fn check_entry_point_key(key: &str, want: impl Fn(&str) -> Option<(u64, String)>) {
+fn check_entry_point_key(key: &'static str, want: impl Fn(&str) -> Option<(u64, String)>) {
     common::require_root();
     let env = TestEnv::new();
     for applet in plugins() {
-        let reads: Vec<(&str, u64, String)> = want(applet).map(|(code, msg)| (key, code, msg)).into_iter().collect();
+        let reads: Vec<Read> = want(applet).map(|(code, msg)| (key, code, msg)).into_iter().collect();
         check_key(&env, applet, key, &reads);
     }
 }

@@ -254,14 +254,6 @@ fn differential_against_the_reference() {
 /// How loopback reads the keys every config shares, each mistyped (`common_keys`).
 #[test]
 fn common_keys() {
-    use crate::common_keys::{check_reads, mistyped};
-    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
-    check_reads(
-        "loopback",
-        &[(
-            "prevResult",
-            999,
-            format!("failed to parse prevResult: could not parse prevResult: {prev}"),
-        )],
-    );
+    use crate::common_keys::{check_reads, prev_result_read};
+    check_reads("loopback", &[prev_result_read("failed to parse prevResult: ")]);
 }

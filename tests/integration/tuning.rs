@@ -510,20 +510,15 @@ fn del_config_errors() {
 /// How tuning reads the keys every config shares, each mistyped (`common_keys`).
 #[test]
 fn common_keys() {
-    use crate::common_keys::{check_reads, mistyped};
+    use crate::common_keys::{check_reads, prev_result_read, struct_read};
     let ctx = "failed to load netconf: ";
-    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
     check_reads(
         "tuning",
         &[
             // tuning's reference decodes these into its own struct
-            (
-                "runtimeConfig",
-                999,
-                format!("{ctx}{}", mistyped("TuningConf.runtimeConfig", "struct")),
-            ),
-            ("args", 999, format!("{ctx}{}", mistyped("TuningConf.args", "struct"))),
-            ("prevResult", 999, format!("could not parse prevResult: {prev}")),
+            struct_read("runtimeConfig", ctx, "TuningConf.runtimeConfig"),
+            struct_read("args", ctx, "TuningConf.args"),
+            prev_result_read(""),
         ],
     );
 }

@@ -1294,14 +1294,6 @@ fn iptables_gc_removes_rules_of_attachments_that_are_not_valid() {
 /// How firewall reads the keys every config shares, each mistyped (`common_keys`).
 #[test]
 fn common_keys() {
-    use crate::common_keys::{check_reads, mistyped};
-    let prev = mistyped("NetConf.prevResult", "map[string]interface {}");
-    check_reads(
-        "firewall",
-        &[(
-            "prevResult",
-            999,
-            format!("could not parse prevResult: could not parse prevResult: {prev}"),
-        )],
-    );
+    use crate::common_keys::{check_reads, prev_result_read};
+    check_reads("firewall", &[prev_result_read("could not parse prevResult: ")]);
 }

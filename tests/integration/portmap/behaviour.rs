@@ -572,22 +572,15 @@ fn add_dumps_the_nftables_rules_once() {
 /// How portmap reads the keys every config shares, each mistyped (`common_keys`).
 #[test]
 fn common_keys() {
-    use crate::common_keys::{check_reads, mistyped};
+    use crate::common_keys::{check_reads, mistyped, struct_read};
     // portmap's reference decodes both into its own struct, and says so in front
     let ctx = "failed to parse config: failed to parse network configuration: ";
+    let prev = mistyped("PortMapConf.prevResult", "map[string]interface {}");
     check_reads(
         "portmap",
         &[
-            (
-                "runtimeConfig",
-                999,
-                format!("{ctx}{}", mistyped("PortMapConf.runtimeConfig", "struct")),
-            ),
-            (
-                "prevResult",
-                999,
-                format!("{ctx}{}", mistyped("PortMapConf.prevResult", "map[string]interface {}")),
-            ),
+            struct_read("runtimeConfig", ctx, "PortMapConf.runtimeConfig"),
+            ("prevResult", 999, format!("{ctx}{prev}")),
         ],
     );
 }
