@@ -503,3 +503,9 @@ fn del_matrix() {
         clean(v);
     }
 }
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("bandwidth");
+}

@@ -506,3 +506,9 @@ fn del_config_errors() {
     w.run(false, "DEL", &w.conf("1.0.0", &json!({})), "").unwrap().success();
     assert_eq!(w.saved(), None);
 }
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("tuning");
+}

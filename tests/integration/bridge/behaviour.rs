@@ -1309,3 +1309,21 @@ fn masquerade_on_a_machine_without_firewall_tools() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "bridge",
+        keys: json!({"bridge": "dmbr0", "isGateway": true, "ipMasq": true}),
+        attachment: Attachment::InterfaceOnBridge("dmbr0"),
+    });
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("bridge");
+}

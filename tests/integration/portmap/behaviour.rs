@@ -568,3 +568,9 @@ fn add_dumps_the_nftables_rules_once() {
     }
     node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &c).success();
 }
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("portmap");
+}
