@@ -15,6 +15,16 @@ use super::wire::{self, attr, Nest};
 const IFLA_BR_VLAN_FILTERING: u16 = 7;
 const IFLA_MACVLAN_MODE: u16 = 1;
 const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
+const IFLA_TUN_OWNER: u16 = 1;
+const IFLA_TUN_GROUP: u16 = 2;
+const IFLA_TUN_TYPE: u16 = 3;
+const IFLA_TUN_PI: u16 = 4;
+const IFLA_TUN_VNET_HDR: u16 = 5;
+const IFLA_TUN_PERSIST: u16 = 6;
+const IFLA_TUN_MULTI_QUEUE: u16 = 7;
+// IFLA_TUN_TYPE values: the IFF_TUN and IFF_TAP bits of TUNSETIFF
+const TUN_TYPE_TUN: u8 = 1;
+const TUN_TYPE_TAP: u8 = 2;
 
 /// A link kind with its kind-specific data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +35,9 @@ pub enum LinkKind {
     Macvlan(MacvlanData),
     /// An intermediate functional block (bandwidth's ingress shaping).
     Ifb,
+    /// A tun or tap device. The kernel reports its data but creates it only through
+    /// `/dev/net/tun` (`crate::tun`), never from an rtnetlink request.
+    Tun(TunData),
     /// A kind without a variant yet, by the kernel's name (`dummy`, `vxlan`, …).
     Other(String),
 }
@@ -46,6 +59,25 @@ pub struct MacvlanData {
     pub bcqueuelen: Option<u32>,
 }
 
+/// IFLA_INFO_DATA of a tun/tap device, as the kernel reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunData {
+    /// IFLA_TUN_TYPE: a tap (Ethernet frames) rather than a tun (IP packets).
+    pub tap: bool,
+    /// IFLA_TUN_OWNER / IFLA_TUN_GROUP: the user and group allowed to attach; None: anyone
+    /// with CAP_NET_ADMIN.
+    pub owner: Option<u32>,
+    pub group: Option<u32>,
+    /// IFLA_TUN_PI: packets carry the 4-byte packet-information header (no IFF_NO_PI).
+    pub pi: bool,
+    /// IFLA_TUN_VNET_HDR: packets carry a virtio-net header.
+    pub vnet_hdr: bool,
+    /// IFLA_TUN_PERSIST: the device outlives its last open file.
+    pub persist: bool,
+    /// IFLA_TUN_MULTI_QUEUE.
+    pub multi_queue: bool,
+}
+
 impl LinkKind {
     /// The kernel's name of the kind (IFLA_INFO_KIND).
     pub fn name(&self) -> &str {
@@ -54,6 +86,7 @@ impl LinkKind {
             LinkKind::Bridge(_) => "bridge",
             LinkKind::Macvlan(_) => "macvlan",
             LinkKind::Ifb => "ifb",
+            LinkKind::Tun(_) => "tun",
             LinkKind::Other(name) => name,
         }
     }
@@ -69,6 +102,7 @@ impl LinkKind {
             LinkKind::Macvlan(MacvlanData {
                 bcqueuelen: Some(_), ..
             }) => Some("macvlan bcqueuelen"),
+            LinkKind::Tun(_) => Some("tun/tap creation over rtnetlink (use /dev/net/tun)"),
             _ => None,
         }
     }
@@ -90,6 +124,18 @@ impl LinkKind {
                 bcqueuelen: u32_of(IFLA_MACVLAN_BC_QUEUE_LEN),
             }),
             "ifb" => LinkKind::Ifb,
+            "tun" => {
+                let flag = |ty| wire::find(data, ty).and_then(wire::as_u8).is_some_and(|v| v != 0);
+                LinkKind::Tun(TunData {
+                    tap: wire::find(data, IFLA_TUN_TYPE).and_then(wire::as_u8) == Some(TUN_TYPE_TAP),
+                    owner: u32_of(IFLA_TUN_OWNER),
+                    group: u32_of(IFLA_TUN_GROUP),
+                    pi: flag(IFLA_TUN_PI),
+                    vnet_hdr: flag(IFLA_TUN_VNET_HDR),
+                    persist: flag(IFLA_TUN_PERSIST),
+                    multi_queue: flag(IFLA_TUN_MULTI_QUEUE),
+                })
+            }
             _ => LinkKind::Other(name),
         })
     }
@@ -110,6 +156,20 @@ impl LinkKind {
                 if let Some(len) = m.bcqueuelen {
                     d.push(attr(IFLA_MACVLAN_BC_QUEUE_LEN, len)?);
                 }
+            }
+            // What the kernel reports; a request carrying it is refused (tun_validate).
+            LinkKind::Tun(t) => {
+                d.push(attr(IFLA_TUN_TYPE, if t.tap { TUN_TYPE_TAP } else { TUN_TYPE_TUN })?);
+                if let Some(uid) = t.owner {
+                    d.push(attr(IFLA_TUN_OWNER, uid)?);
+                }
+                if let Some(gid) = t.group {
+                    d.push(attr(IFLA_TUN_GROUP, gid)?);
+                }
+                d.push(attr(IFLA_TUN_PI, t.pi as u8)?);
+                d.push(attr(IFLA_TUN_VNET_HDR, t.vnet_hdr as u8)?);
+                d.push(attr(IFLA_TUN_PERSIST, t.persist as u8)?);
+                d.push(attr(IFLA_TUN_MULTI_QUEUE, t.multi_queue as u8)?);
             }
             LinkKind::Veth | LinkKind::Ifb | LinkKind::Other(_) => {}
         }
@@ -159,6 +219,16 @@ mod tests {
                 mode: Some(MacvlanMode::Vepa),
                 bcqueuelen: Some(100),
             }),
+            LinkKind::Tun(TunData {
+                tap: true,
+                owner: Some(1000),
+                group: None,
+                pi: false,
+                vnet_hdr: true,
+                persist: true,
+                multi_queue: true,
+            }),
+            LinkKind::Tun(TunData::default()),
             LinkKind::Other("dummy".into()),
         ] {
             assert_eq!(round_trip(kind.clone()), Some(kind));

@@ -108,6 +108,11 @@ pub fn encode_link(link: &Link) -> Message {
     if let Some(n) = link.link_netnsid {
         push(wire::IFLA_LINK_NETNSID, n.to_ne_bytes().to_vec());
     }
+    if let Some(alias) = &link.alias {
+        let mut alias = alias.as_bytes().to_vec();
+        alias.push(0);
+        push(wire::IFLA_IFALIAS, alias);
+    }
     if let Some(kind) = &link.kind {
         a.push(kind.encode().expect("kinds always encode"));
     }

@@ -25,6 +25,7 @@ fn link(index: u32, name: &str) -> Link {
         allmulti: false,
         txqlen: 0,
         flags: 0,
+        alias: None,
     }
 }
 

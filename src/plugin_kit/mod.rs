@@ -38,3 +38,9 @@ impl From<crate::sysctl::Error> for crate::cni::Error {
         crate::cni::Error::internal(e)
     }
 }
+
+impl From<crate::tun::Error> for crate::cni::Error {
+    fn from(e: crate::tun::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}

@@ -65,7 +65,7 @@ fn parse_mode(s: &str) -> Result<MacvlanMode, Error> {
 
 /// The requested MAC (config < CNI_ARGS `MAC` < runtimeConfig.mac), parsed.
 fn requested_mac(req: &Request) -> Result<Option<MacAddr>, Error> {
-    match cniconf::macvlan_requested_mac(req)? {
+    match cniconf::link_requested_mac(req)? {
         None => Ok(None),
         Some(s) => s.parse().map(Some).map_err(|_| {
             Error::internal(format!(

@@ -6,8 +6,10 @@
 pub mod bandwidth;
 pub mod bridge;
 pub mod firewall;
+pub mod host_device;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
+pub mod tap;
 pub mod tuning;
 pub mod veth;

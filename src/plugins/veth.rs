@@ -389,6 +389,7 @@ mod tests {
             allmulti: false,
             txqlen: 0,
             flags: 0,
+            alias: None,
         }
     }
 
