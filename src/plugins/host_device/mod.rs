@@ -125,8 +125,7 @@ impl Plugin for HostDevice {
         }
     }
 
-    /// Nothing of its own outlives DEL but the record of a DEL without netns; IPAM gets the
-    /// GC (the spec asks to forward it).
+    /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let ipam = crate::cni::config::ipam_type(&req.config)?;
         ipam_delegation::gc(req, ipam.as_deref(), false)
@@ -278,24 +277,20 @@ fn move_out(req: &Request, conf: &Conf, sysfs: &Sysfs) -> Result<(), Error> {
         restore(&host, &name, saved.as_ref())?;
         return saved::remove(&record).map_err(Error::internal);
     }
-    match returned_link(&host, sysfs, conf, saved.as_ref())? {
-        Some(link) => {
-            let name = link.alias.clone().unwrap_or_default();
-            if link.name != name {
-                host.set_name(link.index, &name).map_err(|e| {
-                    Error::internal(format!(
-                        "failed to rename {} back to {}: {e}",
-                        go_quote(&link.name),
-                        go_quote(&name)
-                    ))
-                })?;
-            }
-            restore(&host, &name, saved.as_ref())?;
+    if let Some(link) = returned_link(&host, sysfs, conf, saved.as_ref())? {
+        let name = link.alias.clone().unwrap_or_default();
+        if link.name != name {
+            host.set_name(link.index, &name).map_err(|e| {
+                Error::internal(format!(
+                    "failed to rename {} back to {}: {e}",
+                    go_quote(&link.name),
+                    go_quote(&name)
+                ))
+            })?;
         }
-        // The namespace may still exist somewhere: keep the record for a DEL that names it.
-        None if req.netns.is_empty() => return Ok(()),
-        None => {}
+        restore(&host, &name, saved.as_ref())?;
     }
+    // After DEL the runtime forgets the attachment: a record kept now would never be read.
     saved::remove(&record).map_err(Error::internal)
 }
 

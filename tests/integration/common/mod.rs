@@ -302,6 +302,8 @@ pub struct Call {
     stdin: Vec<u8>,
     /// Directories covered by an empty tmpfs in a private mount namespace of the call.
     hidden: Vec<&'static str>,
+    /// A sysfs of the host namespace mounted on /sys in a private mount namespace.
+    own_sysfs: bool,
 }
 
 /// Where nft, iptables and the other firewall tools live; hidden by
@@ -366,7 +368,16 @@ impl Call {
             args: vec![],
             stdin: vec![],
             hidden: vec![],
+            own_sysfs: false,
         }
+    }
+
+    /// Run with a sysfs of the call's network namespace on /sys (in a private mount
+    /// namespace of this call, as `ip netns exec` does): /sys/class/net and every device's
+    /// `net` directory then list that namespace's links, not the machine's.
+    pub fn with_own_sysfs(mut self) -> Self {
+        self.own_sysfs = true;
+        self
     }
 
     /// Run as on a machine without nft, iptables and every other tool of the sbin
@@ -448,13 +459,15 @@ impl Call {
             .iter()
             .map(|d| std::ffi::CString::new(*d).unwrap())
             .collect();
-        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
-        // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
+        let own_sysfs = self.own_sysfs;
+        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2),
+        // mount(2) and umount2(2) on strings prepared before the fork: async-signal-safe, no
+        // allocation.
         unsafe {
             c.pre_exec(move || {
-                use nix::mount::{mount, MsFlags};
+                use nix::mount::{mount, umount2, MntFlags, MsFlags};
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
-                if !hidden.is_empty() {
+                if !hidden.is_empty() || own_sysfs {
                     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
                     mount(
                         None::<&str>,
@@ -471,6 +484,10 @@ impl Call {
                             MsFlags::empty(),
                             None::<&str>,
                         )?;
+                    }
+                    if own_sysfs {
+                        umount2(c"/sys", MntFlags::MNT_DETACH)?;
+                        mount(Some(c"sysfs"), c"/sys", Some(c"sysfs"), MsFlags::empty(), None::<&str>)?;
                     }
                 }
                 Ok(())
