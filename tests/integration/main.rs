@@ -82,5 +82,6 @@ mod oci_hook;
 mod portmap;
 mod reliability;
 mod sysctl;
+mod tap;
 mod tuning;
 mod veth;

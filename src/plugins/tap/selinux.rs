@@ -16,12 +16,13 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 
 const SELINUXFS: &str = "/sys/fs/selinux";
-const SELINUX_MAGIC: i64 = 0xf97c_ff8c;
+/// statfs's f_type is 32 bits of a wider signed field on some targets: compared as u32.
+const SELINUX_MAGIC: u32 = 0xf97c_ff8c;
 const EXEC_LABEL: &std::ffi::CStr = c"/proc/thread-self/attr/exec";
 
 /// SELinux is on: its filesystem is mounted where the kernel exposes it.
 pub fn enabled() -> bool {
-    nix::sys::statfs::statfs(SELINUXFS).is_ok_and(|fs| fs.filesystem_type().0 as i64 == SELINUX_MAGIC)
+    nix::sys::statfs::statfs(SELINUXFS).is_ok_and(|fs| fs.filesystem_type().0 as u32 == SELINUX_MAGIC)
 }
 
 /// The arguments of the reference's `ip` run.
