@@ -1,7 +1,8 @@
 //! The DEL side of a container interface: remove it from the container namespace, treating
 //! everything that is already gone as success (the spec requires DEL to be idempotent).
 use super::netns_open::open_for_del;
-use crate::cni::{config as cniconf, CniResult, Error, Request};
+use super::teardown::Teardown;
+use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
 use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 
 /// What DEL found.
@@ -91,4 +92,27 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
         true => Ok(Removed::Deleted),
         false => Ok(Removed::AlreadyGone),
     }
+}
+
+/// The whole DEL of a plugin whose attachment is one container link of `kind` and its IPAM
+/// addresses (macvlan, tap): the link goes ([`delete`], proven by `prev` when given), then
+/// the addresses, so one is never free while still configured. Every step is tried;
+/// anything already gone is success. Needs nothing but the netns and `ipam.type`.
+pub fn delete_with_addresses(
+    req: &Request,
+    plugin: &'static str,
+    kind: &str,
+    prev: Option<&CniResult>,
+) -> Result<(), Error> {
+    let ipam_type = cniconf::del_config(
+        plugin,
+        || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
+        || None,
+    );
+    let mut teardown = Teardown::new(plugin);
+    teardown.step(delete(req, prev, kind));
+    if let Some(t) = &ipam_type {
+        teardown.step(delegate::del(t, req));
+    }
+    teardown.finish()
 }

@@ -18,6 +18,24 @@ pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>
     Ok(result)
 }
 
+/// IPAM ADD (as [`add`]) for a result whose interface `index` takes every address (macvlan,
+/// tap, host-device): the addresses and routes go into `result`, each address on it.
+pub fn add_on_interface<'a>(
+    ipam_type: &'a str,
+    req: &'a Request,
+    rollback: &mut Rollback<'a>,
+    result: &mut CniResult,
+    index: usize,
+) -> Result<(), Error> {
+    let ipam = add(ipam_type, req, rollback)?;
+    result.ips = ipam.ips;
+    result.routes = ipam.routes;
+    for ip in &mut result.ips {
+        ip.interface = Some(index);
+    }
+    Ok(())
+}
+
 /// The attachment this call's masquerade rules belong to (network, interface, container).
 pub fn masq_attachment(req: &Request) -> ipmasq::Attachment<'_> {
     ipmasq::Attachment {

@@ -8,7 +8,6 @@ use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
 use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
 use crate::sysctl;
 
@@ -108,12 +107,7 @@ impl Plugin for Macvlan {
         };
         match &conf.ipam_type {
             Some(ipam_type) => {
-                let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
-                result.ips = ipam.ips;
-                result.routes = ipam.routes;
-                for ip in &mut result.ips {
-                    ip.interface = Some(0);
-                }
+                ipam_delegation::add_on_interface(ipam_type, req, &mut rollback, &mut result, 0)?;
                 // Announce the (possibly reused) address at once; best effort as in the reference.
                 for key in [
                     sysctl::ipv4_conf(&req.ifname, "arp_notify"),
@@ -138,22 +132,11 @@ impl Plugin for Macvlan {
         Ok(result)
     }
 
-    /// Needs neither the master nor the netns: everything already gone is success.
+    /// Needs neither the master nor the netns: everything already gone is success. By
+    /// name: a macvlan has no peer to prove it by once a chained tuning's DEL has put back
+    /// the MAC from before its ADD (prevResult reports tuning's).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config(
-            "macvlan",
-            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf")),
-            || None,
-        );
-        let mut teardown = Teardown::new("macvlan");
-        // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
-        // back the MAC from before its ADD (prevResult reports tuning's).
-        teardown.step(container_link::delete(req, None, "macvlan"));
-        // Released after the link is gone, so an address is never free while configured.
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
-        teardown.finish()
+        container_link::delete_with_addresses(req, "macvlan", "macvlan", None)
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

@@ -472,28 +472,7 @@ fn check_error_paths() {
         let c = w.conf(version, json!({}));
         let r = w.call("ADD", &c).success();
         let check = |cfg: &Value| w.call("CHECK", cfg).failure(999);
-        assert_eq!(check(&c), "Required prevResult missing");
-        let mut bad = r.clone();
-        bad["interfaces"][0]["sandbox"] = json!("/run/netns/elsewhere");
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            format!(
-                "Sandbox in prevResult  doesn't match configured netns: {}",
-                w.ns.path_str()
-            )
-        );
-        let mut bad = r.clone();
-        bad["interfaces"][0]["mac"] = json!("02:00:00:00:00:99");
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            format!("Interface net1 Mac 02:00:00:00:00:99 doesn't match container Mac: {DEV_MAC}")
-        );
-        let mut bad = r.clone();
-        bad["ips"][0]["address"] = json!("10.1.3.99/24");
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            "Failed to match addr 10.1.3.99/24 on interface net1"
-        );
+        common::shared_answers::check_preamble_errors(&check, &c, &r, w.ns.path_str(), IFNAME, DEV_MAC);
         w.call("CHECK", &with_prev(&c, &r)).success();
         w.ns.ip(&["link", "set", IFNAME, "name", "other0"]);
         assert_eq!(
@@ -591,23 +570,11 @@ fn del_when_the_link_is_gone_or_not_ours() {
 #[test]
 fn status_delegates_to_ipam() {
     let w = World::new();
-    let mut c = w.conf("1.1.0", json!({}));
-    w.env.call("host-device").command("STATUS").config(&c).run().success();
-    c["ipam"]["type"] = json!("no-such-ipam");
-    let msg = w
-        .env
-        .call("host-device")
-        .command("STATUS")
-        .config(&c)
-        .run()
-        .failure(999);
-    assert!(msg.starts_with("failed to find plugin \"no-such-ipam\""), "{msg}");
-    w.env
-        .call("host-device")
-        .command("STATUS")
-        .config(&w.l2_conf("1.1.0", json!({})))
-        .run()
-        .success();
+    common::shared_answers::status_delegates_to_ipam(
+        || w.env.call("host-device").command("STATUS"),
+        &w.conf("1.1.0", json!({})),
+        &w.l2_conf("1.1.0", json!({})),
+    );
 }
 
 // ---- differential runs against Debian's Go host-device (v1.1.1) ----

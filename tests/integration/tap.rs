@@ -395,29 +395,8 @@ fn check_error_paths() {
         let c = w.conf(version, json!({}));
         let r = w.call("ADD", &c).success();
         let check = |cfg: &Value| w.call("CHECK", cfg).failure(999);
-        assert_eq!(check(&c), "Required prevResult missing");
-        let mut bad = r.clone();
-        bad["interfaces"][0]["sandbox"] = json!("/run/netns/elsewhere");
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            format!(
-                "Sandbox in prevResult  doesn't match configured netns: {}",
-                w.ns.path_str()
-            )
-        );
-        let mut bad = r.clone();
-        bad["interfaces"][0]["mac"] = json!("02:00:00:00:00:99");
         let mac = link_json(&w.ns, IFNAME)["address"].as_str().unwrap().to_string();
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            format!("Interface tap0 Mac 02:00:00:00:00:99 doesn't match container Mac: {mac}")
-        );
-        let mut bad = r.clone();
-        bad["ips"][0]["address"] = json!("10.1.4.99/24");
-        assert_eq!(
-            check(&with_prev(&c, &bad)),
-            "Failed to match addr 10.1.4.99/24 on interface tap0"
-        );
+        common::shared_answers::check_preamble_errors(&check, &c, &r, w.ns.path_str(), IFNAME, &mac);
         w.call("CHECK", &with_prev(&c, &r)).success();
         // the reference checks addresses and routes only: a missing device passes there
         w.call("DEL", &with_prev(&c, &r)).success();
@@ -437,6 +416,16 @@ fn check_error_paths() {
             "Container Interface name in prevResult: tap0 not found"
         );
     }
+}
+
+#[test]
+fn status_delegates_to_ipam() {
+    let w = World::new();
+    common::shared_answers::status_delegates_to_ipam(
+        || w.env.call("tap").command("STATUS"),
+        &w.conf("1.1.0", json!({})),
+        &w.l2_conf("1.1.0", json!({})),
+    );
 }
 
 /// DEL removes only a tun/tap device with the MAC ADD reported; the reference deletes any

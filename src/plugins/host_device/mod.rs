@@ -65,12 +65,7 @@ impl Plugin for HostDevice {
             result.interfaces[0].mac = link.mac.map(|m| m.to_string());
         }
         if let Some(ipam_type) = &conf.keys.ipam_type {
-            let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
-            result.ips = ipam.ips;
-            result.routes = ipam.routes;
-            for ip in &mut result.ips {
-                ip.interface = Some(0);
-            }
+            ipam_delegation::add_on_interface(ipam_type, req, &mut rollback, &mut result, 0)?;
             if !conf.dpdk {
                 iface::configure(&spaces.cont_ns, &spaces.cont, &req.ifname, &result)?;
             }

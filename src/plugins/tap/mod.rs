@@ -21,7 +21,6 @@ use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Handle, Link, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation, netns_open};
 use crate::sysctl;
 use crate::tun::{flags, Tap, TapSpec};
@@ -127,12 +126,7 @@ impl Plugin for TapPlugin {
             ..Default::default()
         };
         if let Some(ipam_type) = &conf.ipam_type {
-            let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
-            result.ips = ipam.ips;
-            result.routes = ipam.routes;
-            for ip in &mut result.ips {
-                ip.interface = Some(0);
-            }
+            ipam_delegation::add_on_interface(ipam_type, req, &mut rollback, &mut result, 0)?;
             // best effort, as in the reference
             if let Err(e) = sysctl::set_in(&ns, &sysctl::ipv4_conf(&req.ifname, "arp_notify"), "1") {
                 eprintln!("cnibox tap: {e}");
@@ -150,18 +144,8 @@ impl Plugin for TapPlugin {
     /// Removes the tap (by name, when it is a tun/tap device with the MAC ADD reported),
     /// then releases IPAM; anything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config(
-            "tap",
-            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
-            || None,
-        );
-        let mut teardown = Teardown::new("tap");
         let prev = container_link::prev_result(req, "tap");
-        teardown.step(container_link::delete(req, prev.as_ref(), "tun"));
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
-        teardown.finish()
+        container_link::delete_with_addresses(req, "tap", "tun", prev.as_ref())
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
@@ -278,7 +262,8 @@ fn shape(cont: &Handle, made: &Link, conf: &Conf, ifname: &str) -> Result<Link, 
 mod tests {
     use super::*;
 
-    fn conf(multi_queue: bool, owner: Option<u32>, group: Option<u32>, selinux: bool) -> Conf {
+    /// A config with the keys the TUNSETIFF flags and `ip tuntap` depend on.
+    pub(super) fn conf(multi_queue: bool, owner: Option<u32>, group: Option<u32>, selinux: bool) -> Conf {
         Conf {
             multi_queue,
             mtu: 0,

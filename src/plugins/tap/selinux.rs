@@ -104,30 +104,16 @@ pub fn create_labelled(ns: &Netns, label: &str, name: &str, conf: &Conf) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cni::result::Dns;
-
-    fn conf(multi_queue: bool, owner: Option<u32>, group: Option<u32>) -> Conf {
-        Conf {
-            multi_queue,
-            mtu: 0,
-            mac: None,
-            owner,
-            group,
-            selinux_context: Some("system_u:system_r:container_t:s0".into()),
-            bridge: None,
-            ipam_type: None,
-            dns: Dns::default(),
-        }
-    }
+    use crate::plugins::tap::tests::conf;
 
     #[test]
     fn ip_gets_the_references_arguments() {
         assert_eq!(
-            ip_args("tap1a2b", &conf(false, None, None)).join(" "),
+            ip_args("tap1a2b", &conf(false, None, None, true)).join(" "),
             "tuntap add mode tap name tap1a2b"
         );
         assert_eq!(
-            ip_args("tap1a2b", &conf(true, Some(1000), Some(0))).join(" "),
+            ip_args("tap1a2b", &conf(true, Some(1000), Some(0), true)).join(" "),
             "tuntap add mode tap name tap1a2b multi_queue user 1000 group 0"
         );
     }

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod routes;
+pub mod shared_answers;
 
 use std::collections::BTreeMap;
 use std::fs::File;
