@@ -472,7 +472,7 @@ fn check_error_paths() {
         let c = w.conf(version, json!({}));
         let r = w.call("ADD", &c).success();
         let check = |cfg: &Value| w.call("CHECK", cfg).failure(999);
-        common::shared_answers::check_preamble_errors(&check, &c, &r, w.ns.path_str(), IFNAME, DEV_MAC);
+        common::shared_answers::check_preamble_errors(check, &c, &r, w.ns.path_str(), IFNAME, DEV_MAC);
         w.call("CHECK", &with_prev(&c, &r)).success();
         w.ns.ip(&["link", "set", IFNAME, "name", "other0"]);
         assert_eq!(

@@ -470,7 +470,7 @@ fn check_error_paths() {
             let r = w.call("ADD", &c).success();
             let check = |cfg: &Value| w.call("CHECK", cfg).failure(999);
             let mac = link_json(&w.ns, IFNAME)["address"].as_str().unwrap().to_string();
-            common::shared_answers::check_preamble_errors(&check, &c, &r, w.ns.path_str(), IFNAME, &mac);
+            common::shared_answers::check_preamble_errors(check, &c, &r, w.ns.path_str(), IFNAME, &mac);
             assert_eq!(
                 check(&with_prev(&w.conf(version, json!({"mode": "vepa"})), &r)),
                 "Container macvlan mode bridge does not match expected value: vepa"
