@@ -70,6 +70,7 @@ mod cnitool;
 mod common_keys;
 mod docker;
 mod firewall;
+mod flannel;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;
