@@ -252,9 +252,14 @@ fn qdisc<'a>(state: &'a Value, kind: &str, dev: &str) -> &'a Value {
 }
 
 /// A scenario's observations with every plugin from cnibox, then from the reference, equal
-/// (nothing runs without the reference plugins or Go).
+/// (nothing runs without the reference plugins or Go). cnibox's are printed (`--nocapture`
+/// shows them): the evidence of a run.
 fn same_on_both_sides(run: fn(Side) -> Option<Vec<Value>>) {
     let Some(ours) = run(Side::Cnibox) else { return };
+    eprintln!(
+        "cnibox through go-cni: {}",
+        serde_json::to_string_pretty(&ours).unwrap()
+    );
     let Some(theirs) = run(Side::Reference) else {
         return;
     };
