@@ -20,6 +20,9 @@
 //!   and which tools change them; [`xtables`]: iptables-save and one iptables-restore per
 //!   family and change; [`firewall_tools`]: finding the tools; [`host_lock`]: host-wide
 //!   locks (xtables changes, portmap's host ports).
+//! * [`shared_chain`]: whose is an iptables chain the reference names after network and
+//!   container alone (portmap's and ipMasq's), when a container has two interfaces on one
+//!   network.
 //! * [`spoofcheck`]: MAC spoof-check rules (bridge `macspoofchk`).
 //! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
 pub mod bandwidth;
@@ -39,6 +42,7 @@ pub mod macvlan;
 pub mod netns_open;
 pub mod portmap;
 pub mod rollback;
+pub mod shared_chain;
 pub mod spoofcheck;
 pub mod teardown;
 pub mod tuning;
