@@ -10,14 +10,17 @@
 //! the interface too ([`interface_key`]).
 //!
 //! The shared chain names no interface; the container addresses its rules name (portmap's
-//! DNAT targets, ipMasq's POSTROUTING sources) tell whose it is. [`Interface::owns_not`]
-//! says when it is provably another interface's: from the interface's own addresses when
-//! the plugin knows them (ADD's result, DEL's prevResult), else from the container's other
-//! interfaces, read in `CNI_NETNS` (a DEL repeated after the runtime dropped its cache).
+//! DNAT targets, ipMasq's POSTROUTING sources) tell whose it is.
+//! [`Interface::uses_own_chain`] takes the interface's own chain when the shared one is
+//! provably another interface's: none of those addresses is the interface's, when the
+//! plugin knows its addresses (ADD's result, DEL's prevResult), else one of them is on
+//! another interface of the container, read in `CNI_NETNS` (a DEL repeated after the
+//! runtime dropped its cache).
 //! Without either (no prevResult, the namespace gone) the chain is taken to be this
 //! interface's, as the reference does: the container is going away then.
 use crate::netlink::{Family, Handle};
 use crate::plugins::netns_open;
+use crate::plugins::xtables::Table;
 use std::cell::OnceCell;
 use std::net::IpAddr;
 
@@ -59,10 +62,23 @@ impl<'a> Interface<'a> {
         }
     }
 
+    /// Whether the attachment's rules are (or go) in its `own` chain of `t` rather than the
+    /// `shared` one: its own exists, or the shared one exists and is provably another
+    /// interface's (`addrs_of` reads the container addresses a chain's rules name).
+    pub fn uses_own_chain(
+        &self,
+        t: &Table,
+        own: &str,
+        shared: &str,
+        addrs_of: impl FnOnce(&Table, &str) -> Vec<IpAddr>,
+    ) -> bool {
+        t.has_chain(own) || (t.has_chain(shared) && self.owns_not(&addrs_of(t, shared)))
+    }
+
     /// Whether the shared chain whose rules name `chain_addrs` is provably another
     /// interface's: none of them is this interface's, or (its addresses unknown) one of them
     /// is on another interface of the container.
-    pub fn owns_not(&self, chain_addrs: &[IpAddr]) -> bool {
+    fn owns_not(&self, chain_addrs: &[IpAddr]) -> bool {
         if chain_addrs.is_empty() {
             return false;
         }

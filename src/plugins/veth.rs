@@ -91,9 +91,10 @@ impl Plugin for Veth {
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
             let att = l3::masq_attachment(req);
+            let undo = addrs.clone();
             // registered first: a setup that fails halfway leaves rules too
             rollback.push("remove ip masquerade rules", move || {
-                ipmasq::teardown(att).map_err(|e| e.to_string())
+                ipmasq::undo_setup(att, &undo).map_err(|e| e.to_string())
             });
             ipmasq::setup(backend, att, &addrs)?;
         }
@@ -143,12 +144,13 @@ impl Plugin for Veth {
     fn del(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
         let mut teardown = Teardown::new("veth");
-        if conf.ip_masq {
-            // Found by attachment, not by address: works without the netns.
-            teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
-        }
         // The host end, its gateway address and host routes go with the pair.
         let prev = container_link::prev_result(req, "veth");
+        if conf.ip_masq {
+            // Found by attachment, not by address: works without the netns.
+            let this = l3::masq_interface(req, prev.as_ref());
+            teardown.step(ipmasq::teardown(l3::masq_attachment(req), &this));
+        }
         let removed = container_link::delete(req, prev.as_ref(), "veth");
         if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // Without the netns the pair can still be found from the host side.

@@ -103,12 +103,8 @@ impl Placement {
     /// Where the attachment's forwards are in `t`: its own chain when it has one or when
     /// the shared chain is provably another interface's, else the shared chain.
     fn find(t: &Table, att: Attachment, iface: &Interface) -> Placement {
-        let own = Placement::own(att);
-        if t.has_chain(&own.chain) {
-            return own;
-        }
-        let shared = Placement::shared(att);
-        match t.has_chain(&shared.chain) && iface.owns_not(&targets(t, &shared.chain)) {
+        let (own, shared) = (Placement::own(att), Placement::shared(att));
+        match iface.uses_own_chain(t, &own.chain, &shared.chain, targets) {
             true => own,
             false => shared,
         }
@@ -515,12 +511,7 @@ pub fn teardown(att: Attachment, iface: &Interface) -> Result<(), Error> {
     change_existing(
         &[&dnat_chain(att), &interface_chain(att), &chain_name("SN-", att)],
         |t, s| {
-            let own = interface_chain(att);
-            if t.has_chain(&own) {
-                remove_chain(t, &own, TOP_DNAT, s);
-            } else if !iface.owns_not(&targets(t, &dnat_chain(att))) {
-                remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
-            }
+            remove_chain(t, &Placement::find(t, att, iface).chain, TOP_DNAT, s);
             remove_chain(t, &chain_name("SN-", att), OLD_TOP_SNAT, s);
         },
         |family| format!("could not teardown {} dnat", which(family)),
