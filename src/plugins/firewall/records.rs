@@ -5,7 +5,12 @@
 //! name and the addresses, one per line, before it adds the rules, and removes it after DEL
 //! removed them (or after a failed ADD undid them; an earlier ADD's record is put back).
 //! The default dataDir is under /run, like the rules themselves gone at reboot.
-use crate::util::atomic;
+//!
+//! Names have no length limit but a file name has (255 bytes): a network name or a
+//! `<containerID>-<ifname>` longer than that is shortened to its first characters, `:` and
+//! a hash ([`entry_name`]). The record's content names the attachment, so a hash is only
+//! where to look.
+use crate::util::{atomic, sha512};
 use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -20,13 +25,33 @@ pub struct Record {
     pub addresses: Vec<IpAddr>,
 }
 
-fn network_dir(data_dir: &Path, network: &str) -> PathBuf {
-    data_dir.join(network)
+/// How much of a name too long for a file name its shortened form keeps readable.
+const READABLE: usize = 100;
+
+/// The directory entry for `name`: `name` itself when a file name can hold it (so every
+/// record written before long names were shortened is found where it is), else its first
+/// characters, `:` and the SHA-512 of the whole in hex. Container IDs, network and interface
+/// names hold no `:` (nor `/`: the entry point validates them), so a shortened form never
+/// equals a name kept whole.
+fn entry_name(name: &str) -> String {
+    if name.len() <= atomic::NAME_MAX {
+        return name.to_string();
+    }
+    let mut end = READABLE;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut hash = sha512::hex(&sha512::digest(name.as_bytes()));
+    hash.truncate(64);
+    format!("{}:{hash}", &name[..end])
 }
 
-// container IDs, interface and network names are validated by the entry point: no '/'
+fn network_dir(data_dir: &Path, network: &str) -> PathBuf {
+    data_dir.join(entry_name(network))
+}
+
 fn path(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> PathBuf {
-    network_dir(data_dir, network).join(format!("{container_id}-{ifname}"))
+    network_dir(data_dir, network).join(entry_name(&format!("{container_id}-{ifname}")))
 }
 
 pub fn write(data_dir: &Path, network: &str, r: &Record) -> io::Result<()> {
@@ -99,5 +124,35 @@ mod tests {
         remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
         remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
         assert!(all(d.path(), "net").is_empty());
+    }
+
+    /// Names a file name can hold stay as they were (records already on disk keep being
+    /// found); longer ones are shortened to a bounded name that cannot equal a kept one.
+    #[test]
+    fn names_too_long_for_a_file_name_are_shortened() {
+        let at_limit = "c".repeat(250) + "-eth0";
+        assert_eq!(entry_name(&at_limit), at_limit);
+        assert_eq!(entry_name("ctr_a-1-eth0"), "ctr_a-1-eth0");
+        let long = "c".repeat(251) + "-eth0";
+        let short = entry_name(&long);
+        assert!(
+            short.starts_with(&"c".repeat(READABLE)) && short.contains(':'),
+            "{short}"
+        );
+        assert_eq!(short.len(), READABLE + 1 + 64);
+        assert_ne!(entry_name(&("c".repeat(251) + "-eth1")), short);
+
+        let d = tempfile::tempdir().unwrap();
+        let (net, id) = ("n".repeat(300), "c".repeat(300));
+        let r = Record {
+            container_id: id.clone(),
+            ifname: "eth0".into(),
+            addresses: vec!["10.0.0.2".parse().unwrap()],
+        };
+        write(d.path(), &net, &r).unwrap();
+        assert_eq!(read(d.path(), &net, &id, "eth0"), Some(r.clone()));
+        assert_eq!(all(d.path(), &net), vec![r]);
+        remove(d.path(), &net, &id, "eth0").unwrap();
+        assert_eq!(read(d.path(), &net, &id, "eth0"), None);
     }
 }

@@ -772,6 +772,52 @@ fn a_failed_add_leaves_nothing_or_the_record_its_rules_need() {
     assert!(!record.exists());
 }
 
+/// Regression: the iptables backend's record was named after the network, container ID and
+/// interface as given, and a file name is at most 255 bytes: a valid 250-character container
+/// ID failed ADD (`File name too long`), and a DEL without prevResult on a 300-character
+/// network name failed on every retry.
+#[test]
+fn records_of_long_container_ids_and_network_names() {
+    let env = TestEnv::new();
+    let (long_id, long_net) = ("c".repeat(250), "n".repeat(300));
+    let accepts = || {
+        let (v4, v6) = state(&env.host);
+        v4.iter()
+            .chain(&v6)
+            .filter(|l| l.contains("10.88.0.2/32") || l.contains("fd00::2/128"))
+            .count()
+    };
+    for (id, net) in [(&*long_id, NET), ("ctr", &*long_net), (&*long_id, &*long_net)] {
+        for v in ["0.4.0", "1.0.0", "1.1.0"] {
+            let what = format!("{v}: {} / {}", id.len(), net.len());
+            fw(&env, "ADD", id, &fw_conf(v, json!({"name": net}), &prev(v))).success();
+            assert_eq!(accepts(), 4, "{what}");
+            let bare = fw_conf(v, json!({"name": net}), &Value::Null);
+            fw(&env, "DEL", id, &bare).success();
+            assert_eq!(
+                accepts(),
+                0,
+                "{what}: DEL without prevResult found the rules by the record"
+            );
+            fw(&env, "DEL", id, &bare).success();
+        }
+    }
+    // a DEL without prevResult of an attachment ADD never recorded
+    let bare = fw_conf("1.0.0", json!({"name": long_net}), &Value::Null);
+    fw(&env, "DEL", &long_id, &bare).success();
+    // the same result and rules as the reference
+    let rf = TestEnv::new();
+    if let Some(theirs) = rf.reference("firewall") {
+        let conf = fw_conf("1.0.0", json!({"name": long_net}), &prev("1.0.0"));
+        let ours = fw(&env, "ADD", &long_id, &conf).success();
+        assert_eq!(
+            ours,
+            theirs.exec("ADD", &long_id, "/run/netns/gone", "eth0", &conf).success()
+        );
+        assert_eq!(state(&env.host), state(&rf.host));
+    }
+}
+
 #[test]
 fn gc_and_status_succeed() {
     let env = TestEnv::new();
