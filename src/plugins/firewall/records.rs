@@ -10,6 +10,7 @@
 //! `<containerID>-<ifname>` longer than that is shortened to its first characters, `:` and
 //! a hash ([`entry_name`]). The record's content names the attachment, so a hash is only
 //! where to look.
+use crate::plugins::xtables::Lock;
 use crate::util::{atomic, sha512};
 use std::io;
 use std::net::IpAddr;
@@ -54,7 +55,9 @@ fn path(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> Pat
     network_dir(data_dir, network).join(entry_name(&format!("{container_id}-{ifname}")))
 }
 
-pub fn write(data_dir: &Path, network: &str, r: &Record) -> io::Result<()> {
+/// Write a record, under the xtables lock (`_held`): a [`remove`] of the network's last
+/// record cannot take the directory away between its creation and the write.
+pub fn write(_held: &Lock, data_dir: &Path, network: &str, r: &Record) -> io::Result<()> {
     let dir = network_dir(data_dir, network);
     std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
         .recursive(true)
@@ -97,10 +100,16 @@ pub fn all(data_dir: &Path, network: &str) -> Vec<Record> {
         .collect()
 }
 
-/// Remove a record; a missing one is fine.
-pub fn remove(data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> io::Result<()> {
+/// Remove a record (a missing one is fine), and the network's directory with its last
+/// record. Under the xtables lock (`_held`), as [`write`].
+pub fn remove(_held: &Lock, data_dir: &Path, network: &str, container_id: &str, ifname: &str) -> io::Result<()> {
     match std::fs::remove_file(path(data_dir, network, container_id, ifname)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    // another attachment's record (or a killed writer's temp file) keeps it
+    match std::fs::remove_dir(network_dir(data_dir, network)) {
+        Err(e) if !matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty) => Err(e),
         _ => Ok(()),
     }
 }
@@ -111,18 +120,19 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_list_per_network() {
+        let held = crate::plugins::xtables::lock().unwrap();
         let d = tempfile::tempdir().unwrap();
         let r = Record {
             container_id: "ctr_a-1".into(),
             ifname: "eth0".into(),
             addresses: vec!["10.0.0.2".parse().unwrap(), "fd00::2".parse().unwrap()],
         };
-        write(d.path(), "net", &r).unwrap();
+        write(&held, d.path(), "net", &r).unwrap();
         assert_eq!(read(d.path(), "net", "ctr_a-1", "eth0"), Some(r.clone()));
         assert_eq!(read(d.path(), "other", "ctr_a-1", "eth0"), None);
         assert_eq!(all(d.path(), "net"), vec![r]);
-        remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
-        remove(d.path(), "net", "ctr_a-1", "eth0").unwrap();
+        remove(&held, d.path(), "net", "ctr_a-1", "eth0").unwrap();
+        remove(&held, d.path(), "net", "ctr_a-1", "eth0").unwrap();
         assert!(all(d.path(), "net").is_empty());
     }
 
@@ -142,6 +152,7 @@ mod tests {
         assert_eq!(short.len(), READABLE + 1 + 64);
         assert_ne!(entry_name(&("c".repeat(251) + "-eth1")), short);
 
+        let held = crate::plugins::xtables::lock().unwrap();
         let d = tempfile::tempdir().unwrap();
         let (net, id) = ("n".repeat(300), "c".repeat(300));
         let r = Record {
@@ -149,10 +160,34 @@ mod tests {
             ifname: "eth0".into(),
             addresses: vec!["10.0.0.2".parse().unwrap()],
         };
-        write(d.path(), &net, &r).unwrap();
+        write(&held, d.path(), &net, &r).unwrap();
         assert_eq!(read(d.path(), &net, &id, "eth0"), Some(r.clone()));
         assert_eq!(all(d.path(), &net), vec![r]);
-        remove(d.path(), &net, &id, "eth0").unwrap();
+        remove(&held, d.path(), &net, &id, "eth0").unwrap();
         assert_eq!(read(d.path(), &net, &id, "eth0"), None);
+    }
+
+    /// Regression: the last DEL of a network left its empty directory behind.
+    #[test]
+    fn a_networks_directory_goes_with_its_last_record() {
+        let held = crate::plugins::xtables::lock().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let record = |id: &str| Record {
+            container_id: id.into(),
+            ifname: "eth0".into(),
+            addresses: vec![],
+        };
+        write(&held, d.path(), "net", &record("a")).unwrap();
+        write(&held, d.path(), "net", &record("b")).unwrap();
+        remove(&held, d.path(), "net", "a", "eth0").unwrap();
+        assert!(d.path().join("net").is_dir(), "b's record is still there");
+        remove(&held, d.path(), "net", "b", "eth0").unwrap();
+        assert!(!d.path().join("net").exists());
+        remove(&held, d.path(), "net", "b", "eth0").unwrap();
+        // a killed writer's temp file keeps it: only an empty directory goes
+        write(&held, d.path(), "net", &record("a")).unwrap();
+        std::fs::write(d.path().join("net/.a-eth0.tmp1-0"), "").unwrap();
+        remove(&held, d.path(), "net", "a", "eth0").unwrap();
+        assert!(d.path().join("net").is_dir());
     }
 }
