@@ -509,7 +509,8 @@ fn difference_a_second_interface_keeps_the_first_ones_masquerade() {
         let mut c1 = c.clone();
         c1["prevResult"] = r1;
         // v1.1.1 flushes the shared chain, then fails to delete it: eth0 still jumps there
-        let _ = at(side, "DEL", "eth1", &c1);
+        let del = at(side, "DEL", "eth1", &c1);
+        assert_eq!(del.ok(), side == Side::Cnibox, "{side:?}: {del:?}");
         let kept = masqueraded(&env.host) == vec![eth0.clone()];
         assert_eq!(kept, side == Side::Cnibox, "{side:?}: {:?}", iptables_rules(&env.host));
         if side == Side::Reference {
