@@ -1,8 +1,8 @@
 //! Masquerade rules in a private network namespace, for both backends.
 use crate::common;
 
-use cnibox::plugins::ipmasq::{self, Attachment, Backend};
-use cnibox::plugins::shared_chain::Interface;
+use cnibox::firewall_rules::ipmasq::{self, Attachment, Backend};
+use cnibox::firewall_rules::shared_chain::Interface;
 use ipnetwork::IpNetwork;
 use std::process::Command;
 

@@ -6,7 +6,7 @@
 //! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
 //!   reference's layout, written over nf_tables netlink on an iptables-nft host and with
 //!   iptables-save/-restore on an iptables-legacy one, see
-//!   [`iptables_nft`](crate::plugins::iptables_nft); or [`nftables`], cnibox's table); a
+//!   [`iptables::nft`](crate::firewall_rules::iptables::nft); or [`nftables`], cnibox's table); a
 //!   non-open ingress policy adds the bridge's isolation rules; the result is
 //!   `prevResult`, unchanged. Everything is checked before anything changes.
 //! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
@@ -28,9 +28,9 @@ pub mod records;
 use crate::cni::result::CniResult;
 use crate::cni::version::go_quote;
 use crate::cni::{config as cniconf, Error, Plugin, Request};
-use crate::plugins::ipmasq::Attachment;
-use crate::plugins::iptables_nft::{self, HostTable};
-use crate::plugins::xtables::{self, Family, Script};
+use crate::firewall_rules::ipmasq::Attachment;
+use crate::firewall_rules::iptables::nft::{self as iptables_nft, HostTable};
+use crate::firewall_rules::iptables::save_restore::{self, Family, Script};
 use config::{Backend, Conf, IngressPolicy};
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -137,7 +137,7 @@ impl Plugin for Firewall {
             Some(Backend::Iptables) => {
                 let mut doomed = prev.as_ref().map(addresses).unwrap_or_default();
                 let dir = &conf.data_dir;
-                let held = xtables::lock()?;
+                let held = save_restore::lock()?;
                 if let Some(r) = records::read(dir, &req.name, &req.container_id, &req.ifname) {
                     for a in r.addresses {
                         if !doomed.contains(&a) {
@@ -257,7 +257,7 @@ fn bridge_of(prev: &CniResult, policy: IngressPolicy) -> Result<Option<String>, 
 /// directory) never runs between this ADD making the directory and writing the record.
 fn iptables_add_recorded(req: &Request, w: &Wanted) -> Result<(), Error> {
     let dir = &w.conf.data_dir;
-    let held = xtables::lock()?;
+    let held = save_restore::lock()?;
     let earlier = records::read(dir, &req.name, &req.container_id, &req.ifname);
     let mut addresses = earlier.as_ref().map(|r| r.addresses.clone()).unwrap_or_default();
     for a in &w.addresses {
@@ -308,7 +308,7 @@ impl<E: Into<Error>> From<E> for AddFailed {
 /// One change per family (an nf_tables transaction on an iptables-nft host, an
 /// iptables-restore on an iptables-legacy one: each all or nothing); a family that fails
 /// undoes the families already changed. Under the xtables lock (`_held`).
-fn iptables_add(_held: &xtables::Lock, setup: &iptables::Setup) -> Result<(), AddFailed> {
+fn iptables_add(_held: &save_restore::Lock, setup: &iptables::Setup) -> Result<(), AddFailed> {
     let families = families(setup.addresses);
     if families.is_empty() {
         return Ok(());
@@ -347,7 +347,7 @@ fn iptables_add(_held: &xtables::Lock, setup: &iptables::Setup) -> Result<(), Ad
 }
 
 /// Under the xtables lock (`_held`).
-fn iptables_del(_held: &xtables::Lock, addresses: &[IpAddr]) -> Result<(), Error> {
+fn iptables_del(_held: &save_restore::Lock, addresses: &[IpAddr]) -> Result<(), Error> {
     let families = families(addresses);
     if families.is_empty() {
         return Ok(());
@@ -371,7 +371,7 @@ fn iptables_del(_held: &xtables::Lock, addresses: &[IpAddr]) -> Result<(), Error
 /// The recorded attachments of `network` that are not valid lose their rules (except for
 /// addresses a valid attachment holds too) and their records.
 fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    let lock = xtables::lock()?;
+    let lock = save_restore::lock()?;
     let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
         .into_iter()
         .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));

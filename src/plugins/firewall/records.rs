@@ -10,7 +10,7 @@
 //! `<containerID>-<ifname>` longer than that is shortened to its first characters, `:` and
 //! a hash ([`entry_name`]). The record's content names the attachment, so a hash is only
 //! where to look.
-use crate::plugins::xtables::Lock;
+use crate::firewall_rules::iptables::save_restore::Lock;
 use crate::util::{atomic, sha512};
 use std::io;
 use std::net::IpAddr;
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_list_per_network() {
-        let held = crate::plugins::xtables::lock().unwrap();
+        let held = crate::firewall_rules::iptables::save_restore::lock().unwrap();
         let d = tempfile::tempdir().unwrap();
         let r = Record {
             container_id: "ctr_a-1".into(),
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(short.len(), READABLE + 1 + 64);
         assert_ne!(entry_name(&("c".repeat(251) + "-eth1")), short);
 
-        let held = crate::plugins::xtables::lock().unwrap();
+        let held = crate::firewall_rules::iptables::save_restore::lock().unwrap();
         let d = tempfile::tempdir().unwrap();
         let (net, id) = ("n".repeat(300), "c".repeat(300));
         let r = Record {
@@ -170,7 +170,7 @@ mod tests {
     /// Regression: the last DEL of a network left its empty directory behind.
     #[test]
     fn a_networks_directory_goes_with_its_last_record() {
-        let held = crate::plugins::xtables::lock().unwrap();
+        let held = crate::firewall_rules::iptables::save_restore::lock().unwrap();
         let d = tempfile::tempdir().unwrap();
         let record = |id: &str| Record {
             container_id: id.into(),

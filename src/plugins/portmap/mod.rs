@@ -20,12 +20,12 @@ pub mod nftables;
 
 use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::firewall_rules::host_lock;
+use crate::firewall_rules::iptables::save_restore::Family;
+use crate::firewall_rules::shared_chain::Interface;
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::nftables::TableState;
 use crate::netlink::{self, Handle};
-use crate::plugins::host_lock;
-use crate::plugins::shared_chain::Interface;
-use crate::plugins::xtables::Family;
 use crate::sysctl;
 use config::{Backend, Conf, Protocol};
 use ipnetwork::IpNetwork;
@@ -129,7 +129,7 @@ impl Plugin for Portmap {
     /// even `portMappings` (a runtime may drop them on DEL): the rules are found by name.
     /// prevResult's addresses, or else the netns, only tell whether a chain the reference
     /// names after network and container is this interface's (see
-    /// [`shared_chain`](crate::plugins::shared_chain)).
+    /// [`shared_chain`](crate::firewall_rules::shared_chain)).
     fn del(&self, req: &Request) -> Result<(), Error> {
         let (conf, prev) = load(req)?;
         let own = prev.map(|_| container_addresses(&conf));

@@ -856,7 +856,7 @@ fn the_record_is_written_under_the_xtables_lock() {
     let env = TestEnv::new();
     let id = format!("locked{}", std::process::id());
     let record = env.data_dir.join("firewall").join(NET).join(format!("{id}-eth0"));
-    let held = cnibox::plugins::xtables::lock().unwrap();
+    let held = cnibox::firewall_rules::iptables::save_restore::lock().unwrap();
     let lock_file = std::fs::metadata("/run/cnibox/xtables.lock").unwrap();
     let inode = format!(":{} ", lock_file.ino());
     // the ADD's process waiting for the lock (other tests' processes may wait too)
@@ -1404,4 +1404,11 @@ fn iptables_gc_removes_rules_of_attachments_that_are_not_valid() {
         .collect();
     assert_eq!(records, ["keep-eth0"]);
     fw(&env, "CHECK", "keep", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
+}
+
+/// How firewall reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, prev_result_read};
+    check_reads("firewall", &[prev_result_read("could not parse prevResult: ")]);
 }

@@ -18,9 +18,9 @@
 //! runtime dropped its cache).
 //! Without either (no prevResult, the namespace gone) the chain is taken to be this
 //! interface's, as the reference does: the container is going away then.
+use crate::firewall_rules::iptables::save_restore::Table;
 use crate::netlink::{Family, Handle};
-use crate::plugins::netns_open;
-use crate::plugins::xtables::Table;
+use crate::netns::Netns;
 use std::cell::OnceCell;
 use std::net::IpAddr;
 
@@ -95,20 +95,27 @@ impl<'a> Interface<'a> {
 /// The addresses of every link in `netns` but `ifname`; none when the namespace cannot be
 /// read (gone, or not given): nothing proves then that a chain is another interface's.
 fn others_in(netns: &str, ifname: &str) -> Vec<IpAddr> {
-    let read = || -> Result<Vec<IpAddr>, crate::cni::Error> {
-        let Some(ns) = netns_open::open_for_del(netns)? else {
-            return Ok(vec![]);
+    if netns.is_empty() {
+        return vec![];
+    }
+    let read = || -> Result<Vec<IpAddr>, String> {
+        let ns = match Netns::open(netns) {
+            Ok(ns) => ns,
+            // gone with its container: nothing to tell
+            Err(e) if e.is_not_found() || e.is_not_netns() => return Ok(vec![]),
+            Err(e) => return Err(e.to_string()),
         };
-        let h = Handle::open(&ns)?;
-        let this = h.link_by_name(ifname)?.map(|l| l.index);
-        Ok(h.addresses(None, Family::All)?
+        let h = Handle::open(&ns).map_err(|e| e.to_string())?;
+        let this = h.link_by_name(ifname).map_err(|e| e.to_string())?.map(|l| l.index);
+        let all = h.addresses(None, Family::All).map_err(|e| e.to_string())?;
+        Ok(all
             .into_iter()
             .filter(|a| Some(a.index) != this)
             .map(|a| a.address.ip())
             .collect())
     };
     read().unwrap_or_else(|e| {
-        eprintln!("cnibox: reading the addresses in {netns:?}: {}", e.msg);
+        eprintln!("cnibox: the addresses in {netns:?} cannot tell whose a shared chain is: {e}");
         vec![]
     })
 }
