@@ -13,7 +13,8 @@
 //!   `applets::every_plugin_applet_has_its_del_matrix_and_common_keys`): `del_matrix` (DEL in
 //!   every situation and version; the interface and IPAM applets run the shared matrix,
 //!   `reliability::del_matrix::run`, where a new situation goes) and `common_keys` (how it
-//!   reads the keys every config shares, `common_keys::check_reads`). A plugin's own DEL
+//!   answers the keys every config shares, mistyped, as its reference does:
+//!   `common_keys::same_as_the_reference`). A plugin's own DEL
 //!   states sit beside them (e.g. `veth::del_is_idempotent_in_every_state`).
 //! * **A differential test** (same input to cnibox and Debian's Go reference in
 //!   /usr/lib/cni, results and kernel/disk state compared): `<applet>/differential.rs`

@@ -131,8 +131,13 @@ impl Plugin for Portmap {
     /// names after network and container is this interface's (see
     /// [`shared_chain`](crate::firewall_rules::shared_chain)).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let (conf, prev) = load(req)?;
-        let own = prev.map(|_| container_addresses(&conf));
+        // the rules are found by attachment; prevResult's addresses only tell whose a shared
+        // chain is (a config ADD refuses leaves them to the netns)
+        let own = cniconf::del_config(
+            "portmap",
+            || load(req).map(|(conf, prev)| prev.map(|_| container_addresses(&conf))),
+            || None,
+        );
         teardown(attachment(req), &Interface::for_del(own, &req.netns, &req.ifname))
     }
 

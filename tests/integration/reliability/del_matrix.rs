@@ -233,7 +233,7 @@ impl Matrix<'_> {
             Cell::NoPrevResult => self.call("DEL", &id, &path, &c).success(),
             Cell::PrevResultOfAnotherVersion => {
                 let other = if version >= "1.0.0" { "0.4.0" } else { "1.0.0" };
-                let parsed = cnibox::cni::CniResult::from_json(&result).unwrap();
+                let parsed = cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&result)).unwrap();
                 let prev = parsed.to_json(other).unwrap();
                 self.call("DEL", &id, &path, &with_prev(&prev)).success()
             }
