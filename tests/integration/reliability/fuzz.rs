@@ -94,7 +94,10 @@ fn expect(call: &Call) -> Expect {
     };
     let text = |key: &str| -> Result<String, ()> {
         let fields = json::as_object(&conf, "").map_err(|_| ())?;
-        Ok(json::opt_str(&fields, key, "").map_err(|_| ())?.unwrap_or_default().to_string())
+        Ok(json::opt_str(&fields, key, "")
+            .map_err(|_| ())?
+            .unwrap_or_default()
+            .to_string())
     };
     let name = match (&conf, text("name")) {
         (Json::Object(_) | Json::Null, Ok(name)) => name,
