@@ -6,6 +6,7 @@
 pub mod bandwidth;
 pub mod bridge;
 pub mod firewall;
+pub mod flannel;
 pub mod host_device;
 pub mod loopback;
 pub mod macvlan;
