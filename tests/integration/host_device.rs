@@ -113,20 +113,6 @@ fn add_dev(ns: &Netns, name: &str, mac: &str) {
     ]);
 }
 
-fn with_prev(c: &Value, prev: &Value) -> Value {
-    let mut c = c.clone();
-    c["prevResult"] = prev.clone();
-    c
-}
-
-fn link_json(ns: &Netns, name: &str) -> Value {
-    ns.ip_json(&["-d", "link", "show", name])[0].clone()
-}
-
-fn is_up(l: &Value) -> bool {
-    l["flags"].as_array().unwrap().contains(&json!("UP"))
-}
-
 fn records(dir: &std::path::Path) -> Vec<String> {
     common::read_dir_map(dir).into_keys().collect()
 }

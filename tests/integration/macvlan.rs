@@ -129,16 +129,6 @@ fn host_master(env: &TestEnv) {
     env.host.ip(&["link", "set", "mst0p", "up"]);
 }
 
-fn with_prev(c: &Value, prev: &Value) -> Value {
-    let mut c = c.clone();
-    c["prevResult"] = prev.clone();
-    c
-}
-
-fn link_json(ns: &Netns, name: &str) -> Value {
-    ns.ip_json(&["-d", "link", "show", name])[0].clone()
-}
-
 #[test]
 fn creates_a_macvlan_link_in_a_non_default_namespace() {
     for placement in PLACEMENTS {

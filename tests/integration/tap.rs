@@ -69,20 +69,6 @@ impl World {
     }
 }
 
-fn with_prev(c: &Value, prev: &Value) -> Value {
-    let mut c = c.clone();
-    c["prevResult"] = prev.clone();
-    c
-}
-
-fn link_json(ns: &Netns, name: &str) -> Value {
-    ns.ip_json(&["-d", "link", "show", name])[0].clone()
-}
-
-fn is_up(l: &Value) -> bool {
-    l["flags"].as_array().unwrap().contains(&json!("UP"))
-}
-
 /// What `ip -d` says of a tap: its tun data and queues.
 fn tun_data(l: &Value) -> Value {
     let d = &l["linkinfo"]["info_data"];
