@@ -120,8 +120,9 @@ fn push(op: &Op, attrs: &mut RtBuffer<Rta, Buffer>, ty: u16, payload: Vec<u8>) -
 }
 
 impl<T: Transport> Handle<T> {
-    /// Adds `from SRC lookup TABLE` (exclusive: the same rule at the same place is an
-    /// Exists error). The request is the one Go's netlink `RuleAdd` sends for such a rule.
+    /// Adds `from SRC lookup TABLE`. The request is the one Go's netlink `RuleAdd` sends for
+    /// such a rule (NLM_F_EXCL included, though a rule without a priority never matches one
+    /// already there: the kernel gives it the next priority).
     pub fn add_source_rule(&self, rule: &SourceRule) -> Result<()> {
         let op = Op::new("add", format!("rule from {} lookup {}", rule.src, rule.table));
         let mut a = RtBuffer::new();
