@@ -81,6 +81,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),
     },
     Applet {
+        name: "static",
+        summary: "static IPAM: the addresses, routes and DNS the config states",
+        kind: Kind::Plugin(&crate::ipam::r#static::Static),
+    },
+    Applet {
         name: "cnitool",
         summary: "run network configs (add, check, del, status, gc, sandbox-status)",
         kind: Kind::Runtime(crate::runtime::cnitool::main),

@@ -5,6 +5,7 @@
 pub mod host_local;
 pub mod resolv;
 pub mod routes;
+pub mod r#static;
 
 use crate::cni::result::{Dns, IpConfig, Route};
 use crate::cni::{CniResult, Request};
