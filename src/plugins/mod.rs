@@ -9,5 +9,6 @@ pub mod firewall;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
+pub mod sbr;
 pub mod tuning;
 pub mod veth;

@@ -80,6 +80,7 @@ mod netns;
 mod oci_hook;
 mod portmap;
 mod reliability;
+mod sbr;
 mod r#static;
 mod sysctl;
 mod tuning;
