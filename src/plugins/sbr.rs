@@ -443,3 +443,110 @@ impl Plugin for Sbr {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::result::Interface;
+
+    fn ip(address: &str, interface: Option<usize>) -> IpConfig {
+        IpConfig {
+            interface,
+            address: address.parse().unwrap(),
+            gateway: None,
+        }
+    }
+
+    #[test]
+    fn gateways_are_one_per_family_with_the_references_messages() {
+        let list = |l: &[&str]| gateways(&l.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let (v4, v6) = list(&["10.0.0.1", "2001:db8::1"]).unwrap();
+        assert_eq!(
+            (v4.unwrap().to_string(), v6.unwrap().to_string()),
+            ("10.0.0.1".into(), "2001:db8::1".into())
+        );
+        assert_eq!(list(&[]).unwrap(), (None, None));
+        assert_eq!(
+            list(&["10.0.0.1", "10.0.0.2"]).unwrap_err().msg,
+            "gateways list contains multiple IPv4 addresses: 10.0.0.1 and 10.0.0.2"
+        );
+        assert_eq!(list(&["x"]).unwrap_err().msg, "invalid static gateway IP address: x");
+        assert_eq!(
+            list(&["1.1.1.1", "::1", "2.2.2.2"]).unwrap_err().msg,
+            "gateways list cannot contain more than 2 entries (one IPv4, one IPv6)"
+        );
+    }
+
+    /// An address is the interface's when its index names it, names nothing, or points past
+    /// the list (the reference's `getIPCfgs`).
+    #[test]
+    fn addresses_of_an_interface_as_the_reference_picks_them() {
+        let prev = CniResult {
+            interfaces: vec![
+                Interface {
+                    name: "eth0".into(),
+                    ..Default::default()
+                },
+                Interface {
+                    name: "net1".into(),
+                    ..Default::default()
+                },
+            ],
+            ips: vec![
+                ip("10.0.0.2/24", Some(0)),
+                ip("10.0.1.2/24", Some(1)),
+                ip("10.0.2.2/24", None),
+                ip("10.0.3.2/24", Some(7)),
+            ],
+            ..Default::default()
+        };
+        let picked: Vec<String> = addresses_of("eth0", &prev)
+            .unwrap()
+            .iter()
+            .map(|i| i.address.to_string())
+            .collect();
+        assert_eq!(picked, ["10.0.0.2/24", "10.0.2.2/24", "10.0.3.2/24"]);
+        let none = CniResult::default();
+        assert_eq!(
+            addresses_of("eth0", &none).unwrap_err().msg,
+            "No IP addresses supplied on interface: eth0"
+        );
+    }
+
+    #[test]
+    fn a_route_belongs_to_the_address_whose_network_holds_its_source_or_gateway() {
+        let route = |prefsrc: Option<&str>, gateway: Option<&str>| RouteInfo {
+            dst: "192.168.0.0/16".parse().unwrap(),
+            gateway: gateway.map(|g| g.parse().unwrap()),
+            oif: Some(2),
+            scope: Scope::Universe,
+            table: TABLE_MAIN,
+            metric: None,
+            mtu: None,
+            advmss: None,
+            prefsrc: prefsrc.map(|s| s.parse().unwrap()),
+            protocol: netlink::PROTO_BOOT,
+            route_type: 1,
+            nexthops: vec![],
+        };
+        let a = ip("10.0.0.2/24", None);
+        assert!(belongs_to(&route(Some("10.0.0.2"), None), &a));
+        assert!(belongs_to(&route(None, Some("10.0.0.1")), &a));
+        assert!(belongs_to(&route(None, None), &a), "a route of the link itself");
+        assert!(!belongs_to(&route(None, Some("10.9.0.1")), &a));
+        assert!(!belongs_to(
+            &route(Some("10.9.0.2"), Some("10.0.0.1")),
+            &ip("2001:db8::2/64", None)
+        ));
+    }
+
+    #[test]
+    fn tables_are_the_first_free_from_the_candidate() {
+        let used: BTreeSet<u32> = [100, 101, 103, 254, 255].into();
+        assert_eq!(next_free(&used, FIRST_TABLE), 102);
+        assert_eq!(next_free(&used, 103), 104);
+        assert_eq!(table_id(0).unwrap(), 0);
+        assert_eq!(table_id(4_294_967_295).unwrap(), u32::MAX);
+        assert!(table_id(4_294_967_296).is_err());
+    }
+}
