@@ -51,8 +51,9 @@ struct Conf {
 
 const CTX: &str = "failed to parse network configuration";
 
-/// `gateways`, checked as the reference checks them (it does so inside the namespace, after
-/// listing rules and routes; nothing has changed by then either).
+/// `gateways`, checked as the reference checks them. It does so in the namespace, after
+/// listing rules and routes and finding the link, and only without `table`; nothing has
+/// changed by then, so checking them first refuses the same configs with the same words.
 fn gateways(list: &[String]) -> Result<(Option<IpAddr>, Option<IpAddr>), Error> {
     if list.len() > 2 {
         return Err(Error::internal(
@@ -113,9 +114,13 @@ fn load(req: &Request) -> Result<Conf, Error> {
                 .map_err(|e| e.context("could not parse prevResult"))
         })
         .transpose()?;
-    let (gateway_v4, gateway_v6) = gateways(&gateway_list.unwrap_or_default())?;
+    let table = table.map(table_id).transpose()?;
+    let (gateway_v4, gateway_v6) = match table {
+        None => gateways(&gateway_list.unwrap_or_default())?,
+        Some(_) => (None, None),
+    };
     Ok(Conf {
-        table: table.map(table_id).transpose()?,
+        table,
         gateway_v4,
         gateway_v6,
         add_source_hints,

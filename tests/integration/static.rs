@@ -187,17 +187,23 @@ fn conf_v(version: &str) -> Value {
     conf(version, dual_stack())
 }
 
+/// The dual-stack config and its ADD result.
+fn dual_stack_added(env: &TestEnv, c: &Netns) -> (Value, Value) {
+    let conf = conf("1.0.0", dual_stack());
+    let prev = env
+        .call("static")
+        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
+        .success();
+    (conf, prev)
+}
+
 /// CHECK: every configured address in prevResult, with the configured gateway. An address
 /// missing from prevResult fails too (the reference lets it pass).
 #[test]
 fn check_compares_addresses_and_gateways() {
     let env = TestEnv::new();
     let c = env.container();
-    let conf = conf("1.0.0", dual_stack());
-    let prev = env
-        .call("static")
-        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
-        .success();
+    let (conf, prev) = dual_stack_added(&env, &c);
     let check = |prev: Value| {
         let mut with_prev = conf.clone();
         with_prev["prevResult"] = prev;
@@ -396,11 +402,7 @@ fn differential_check() {
     }
     let env = TestEnv::new();
     let c = env.container();
-    let conf = conf("1.0.0", dual_stack());
-    let prev = env
-        .call("static")
-        .exec("ADD", "c1", c.path_str(), "eth0", &conf)
-        .success();
+    let (conf, prev) = dual_stack_added(&env, &c);
     let mut bad_gw = prev.clone();
     bad_gw["ips"][0]["gateway"] = json!("10.10.0.2");
     for prev in [Some(prev.clone()), Some(bad_gw), None] {
