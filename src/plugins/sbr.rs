@@ -14,8 +14,8 @@
 //! when set) and, without `table`, the interface's routes in the tables those rules named.
 //! CHECK succeeds without looking, as the reference's.
 //!
-//! Like the reference, every call holds an exclusive lock on the namespace file while it
-//! works, so concurrent sbr calls (cnibox's or the reference's) in one namespace do not
+//! Like the reference, ADD and DEL hold an exclusive lock on the namespace file while they
+//! work, so concurrent sbr calls (cnibox's or the reference's) in one namespace do not
 //! pick the same table.
 use crate::cni::config as cniconf;
 use crate::cni::json::{self, Json};
