@@ -32,6 +32,9 @@ pub(crate) const RTM_GETADDR: u16 = 22;
 pub(crate) const RTM_NEWROUTE: u16 = 24;
 pub(crate) const RTM_DELROUTE: u16 = 25;
 pub(crate) const RTM_GETROUTE: u16 = 26;
+pub(crate) const RTM_NEWRULE: u16 = 32;
+pub(crate) const RTM_DELRULE: u16 = 33;
+pub(crate) const RTM_GETRULE: u16 = 34;
 
 // address families
 pub(crate) const AF_UNSPEC: u8 = 0;
@@ -84,6 +87,18 @@ pub(crate) const RTA_TABLE: u16 = 15;
 pub(crate) const RTAX_MTU: u16 = 2;
 pub(crate) const RTAX_ADVMSS: u16 = 8;
 pub(crate) const RT_TABLE_COMPAT: u8 = 252;
+pub(crate) const RTN_UNICAST: u8 = 1;
+
+// rule attributes and header flags (fib_rules.h)
+pub(crate) const FRA_DST: u16 = 1;
+pub(crate) const FRA_SRC: u16 = 2;
+pub(crate) const FRA_PRIORITY: u16 = 6;
+pub(crate) const FRA_SUPPRESS_IFGROUP: u16 = 13;
+pub(crate) const FRA_SUPPRESS_PREFIXLEN: u16 = 14;
+pub(crate) const FRA_TABLE: u16 = 15;
+pub(crate) const FRA_PAD: u16 = 18;
+pub(crate) const FRA_PROTOCOL: u16 = 21;
+pub(crate) const FIB_RULE_INVERT: u32 = 0x2;
 
 /// Marks an attribute as holding nested attributes; some kernel parsers require it
 /// (a bridge port's IFLA_PROTINFO without it is read as a bare STP state byte).

@@ -10,5 +10,6 @@ pub mod flannel;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
+pub mod sbr;
 pub mod tuning;
 pub mod veth;

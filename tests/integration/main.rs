@@ -85,6 +85,8 @@ mod netns;
 mod oci_hook;
 mod portmap;
 mod reliability;
+mod sbr;
+mod r#static;
 mod sysctl;
 mod tuning;
 mod veth;
