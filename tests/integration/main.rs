@@ -70,6 +70,7 @@ mod chains;
 mod cnitool;
 mod common_keys;
 mod docker;
+mod emulated;
 mod firewall;
 mod host_local;
 mod in_process_chains;

@@ -5,6 +5,7 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod emulation;
 pub mod routes;
 pub mod seccomp;
 

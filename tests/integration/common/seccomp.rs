@@ -5,13 +5,15 @@ use std::mem::offset_of;
 
 use libc::{seccomp_data, sock_filter, sock_fprog};
 
-// <linux/audit.h>: the `arch` word of seccomp_data for the architecture running the tests.
+// (`arch` word of seccomp_data from <linux/audit.h>, ioctl's syscall number on it) for each
+// ABI a binary under test may use here: a 32-bit x86 binary (make test-i686) runs on an
+// x86_64 kernel with the i386 ABI.
 #[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xc000_003e;
+const IOCTL_ABIS: &[(u32, u32)] = &[(0xc000_003e, 16), (0x4000_0003, 54)];
 #[cfg(target_arch = "x86")]
-const AUDIT_ARCH: u32 = 0x4000_0003;
+const IOCTL_ABIS: &[(u32, u32)] = &[(0x4000_0003, 54)];
 #[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xc000_00b7;
+const IOCTL_ABIS: &[(u32, u32)] = &[(0xc000_00b7, 29)];
 
 /// Offset of the low 32 bits of the ioctl's request (the second argument): classic BPF
 /// loads 32-bit words, and which half of the 64-bit argument is low depends on byte order.
@@ -42,16 +44,25 @@ fn jump_eq(k: u32, jt: u8, jf: u8) -> sock_filter {
 pub fn refuse_ioctl(request: u64, errno: i32) -> Vec<sock_filter> {
     let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let ret = libc::BPF_RET | libc::BPF_K;
-    vec![
-        stmt(load, offset_of!(seccomp_data, arch) as u32),
-        jump_eq(AUDIT_ARCH, 0, 5),
-        stmt(load, offset_of!(seccomp_data, nr) as u32),
-        jump_eq(libc::SYS_ioctl as u32, 0, 3),
+    let n = IOCTL_ABIS.len();
+    // [0] load arch; 3 per ABI: [arch?] [load nr] [ioctl? → check : allow];
+    // then allow (an unknown ABI), and the check of the request.
+    let (allow, check) = (1 + 3 * n, 2 + 3 * n);
+    let mut prog = vec![stmt(load, offset_of!(seccomp_data, arch) as u32)];
+    for (i, &(arch, ioctl)) in IOCTL_ABIS.iter().enumerate() {
+        let at = 3 + 3 * i; // index of this ABI's ioctl comparison
+        prog.push(jump_eq(arch, 0, 2));
+        prog.push(stmt(load, offset_of!(seccomp_data, nr) as u32));
+        prog.push(jump_eq(ioctl, (check - at - 1) as u8, (allow - at - 1) as u8));
+    }
+    prog.extend([
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
         stmt(load, request_low_word()),
         jump_eq(request as u32, 0, 1),
         stmt(ret, libc::SECCOMP_RET_ERRNO | (errno as u32 & libc::SECCOMP_RET_DATA)),
         stmt(ret, libc::SECCOMP_RET_ALLOW),
-    ]
+    ]);
+    prog
 }
 
 /// Installs `filter` on the calling thread (between fork and exec: only prctl(2), which is
