@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn ns_get_nstype_is_encoded_for_this_architecture() {
-        let expected: u64 = if cfg!(any(
+        let expected: libc::Ioctl = if cfg!(any(
             target_arch = "powerpc",
             target_arch = "powerpc64",
             target_arch = "mips",
@@ -282,7 +282,7 @@ mod tests {
         } else {
             0xb703
         };
-        assert_eq!(libc::NS_GET_NSTYPE as u64, expected);
+        assert_eq!(libc::NS_GET_NSTYPE, expected);
     }
 
     #[test]

@@ -118,7 +118,7 @@ fn the_descriptor_keeps_a_deleted_namespace_usable() {
     assert!(inside);
 }
 
-const NS_GET_NSTYPE: u64 = libc::NS_GET_NSTYPE as u64;
+use libc::NS_GET_NSTYPE;
 
 fn bridge_conf(env: &common::TestEnv, version: &str) -> serde_json::Value {
     serde_json::json!({"cniVersion": version, "name": "nsnet", "type": "bridge", "bridge": "nsbr0",

@@ -376,7 +376,7 @@ impl Call {
 
     /// Run with the kernel refusing ioctl `request` with `errno` (a seccomp filter on the
     /// call's process only).
-    pub fn refusing_ioctl(mut self, request: u64, errno: i32) -> Self {
+    pub fn refusing_ioctl(mut self, request: libc::Ioctl, errno: i32) -> Self {
         self.seccomp = seccomp::refuse_ioctl(request, errno);
         self
     }

@@ -41,7 +41,7 @@ fn jump_eq(k: u32, jt: u8, jf: u8) -> sock_filter {
 }
 
 /// The filter: `ioctl(_, request, …)` fails with `errno`; everything else runs.
-pub fn refuse_ioctl(request: u64, errno: i32) -> Vec<sock_filter> {
+pub fn refuse_ioctl(request: libc::Ioctl, errno: i32) -> Vec<sock_filter> {
     let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let ret = libc::BPF_RET | libc::BPF_K;
     let n = IOCTL_ABIS.len();

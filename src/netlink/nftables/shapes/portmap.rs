@@ -17,6 +17,7 @@
 //! delete) each other's rules by comment. cnibox also tags its per-container rules with the
 //! network name (a userdata TLV nft does not show), which is what lets GC of one network
 //! leave the rules of another alone.
+use crate::netlink::bytes;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -344,16 +345,14 @@ pub fn forwarded(family: Family, r: &RuleInfo) -> Option<Forward> {
             Some(Expr::Cmp {
                 op: CmpOp::Eq, data, ..
             }),
-        ) => u16::from_be_bytes(data.get(..2)?.try_into().ok()?),
+        ) => bytes::read_net16(data)?,
         _ => return None,
     };
     let (mut to, mut to_port) = (None, None);
     for x in &e[i..] {
         match x {
             Expr::Immediate { dreg, data } if *dreg == REG_1 => to = crate::netlink::wire::as_ip(data),
-            Expr::Immediate { dreg, data } if *dreg == REG_2 => {
-                to_port = Some(u16::from_be_bytes(data.get(..2)?.try_into().ok()?))
-            }
+            Expr::Immediate { dreg, data } if *dreg == REG_2 => to_port = Some(bytes::read_net16(data)?),
             Expr::Nat {
                 kind: NatKind::Dnat, ..
             } => {}
