@@ -66,7 +66,7 @@ test: test-deps build
 # emulate. On arm64 the unit tests run under qemu-user (cargo's runner,
 # .cargo/config.toml) and the binary execs by name through binfmt_misc (tests/binfmt.sh);
 # its size must stay within the x86_64 binary's.
-FOREIGN_TESTS := emulated:: \
+FOREIGN_TESTS := emulated:: in_process_chains:: \
   applets::every_name_dispatches_through_a_symlink_and_as_subcommand \
   applets::install_creates_links_idempotently_and_refuses_plain_files \
   bridge::behaviour::containers_reach_each_other_and_the_gateway bridge::behaviour::ipv4_every_version \
@@ -88,9 +88,7 @@ test-arm64: test-deps
 	$(call need_target,$(ARM64))
 	$(MAKE) --no-print-directory build TARGET=$(ARM64)
 	$(MAKE) --no-print-directory build TARGET=$(MUSL)
-	@a=$$(stat -c %s $(call bin_of,$(ARM64))); x=$$(stat -c %s $(call bin_of,$(MUSL))); \
-	  echo "size: arm64 $$a bytes, x86_64 $$x bytes"; \
-	  [ "$$a" -le "$$x" ] || { echo "error: the arm64 binary is larger than the x86_64 one"; exit 1; }
+	sh scripts/sizes.sh $(call bin_of,$(MUSL)) $(call bin_of,$(ARM64))
 	$(CARGO) test --locked --no-fail-fast --target $(ARM64) --lib
 	sh tests/binfmt.sh
 	CNIBOX_TEST_BIN=$(abspath $(call bin_of,$(ARM64))) $(CARGO) test --locked --no-fail-fast --test integration -- --test-threads=4 --show-output $(FOREIGN_TESTS)
@@ -136,5 +134,8 @@ demo:
 #   DOCKER_N=9      docker run rounds (N when N is given); BENCH_DOCKER=0 skips the Docker rows
 #   GROWTH=250 GROWTH_EDGE=10 WORKERS=10 STORE_SIZE=60000 SETTLE=0.3 SECTIONS="headline ..." KEEP=1
 bench: test-deps build
+	$(MAKE) --no-print-directory build TARGET=$(MUSL) >/dev/null
+	$(MAKE) --no-print-directory build TARGET=$(ARM64) >/dev/null
+	sh scripts/sizes.sh $(call bin_of,$(MUSL)) $(call bin_of,$(ARM64))
 	bash benches/bench.sh $(BIN)
 	bash benches/docker.sh $(BIN)
