@@ -9,14 +9,14 @@
 //!
 //! Unlike the reference, a failed ADD undoes what it did before failing (sysctls, link
 //! attributes, the saved file), and every input is validated before anything changes.
-use super::netns_open;
-use super::rollback::Rollback;
 use crate::cni::config as cniconf;
 use crate::cni::error::go_errno_text;
 use crate::cni::json;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Handle, Link, MacAddr};
 use crate::netns::Netns;
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -350,7 +350,7 @@ fn set_txqlen(h: &Handle, ifname: &str, q: i64) -> Result<(), Error> {
 
 /// prevResult is required (ADD and CHECK); parsed with the config's version.
 fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
-    super::check::prev_result(req, "Required prevResult missing")
+    crate::plugin_kit::check_preamble::prev_result(req, "Required prevResult missing")
 }
 
 impl Plugin for Tuning {

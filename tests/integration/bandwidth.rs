@@ -503,3 +503,17 @@ fn del_matrix() {
         clean(v);
     }
 }
+
+/// How bandwidth reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, prev_result_read, struct_read};
+    let ctx = "failed to parse network configuration: ";
+    check_reads(
+        "bandwidth",
+        &[
+            struct_read("runtimeConfig", ctx, "NetConf.runtimeConfig"),
+            prev_result_read("could not parse prevResult: "),
+        ],
+    );
+}

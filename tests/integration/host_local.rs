@@ -685,3 +685,26 @@ fn killed_adds_leave_a_consistent_store() {
     assert!(left.is_empty(), "{left:?}");
     assert!(!dir.join(".cnibox-reserve.tmp").exists());
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "host-local",
+        keys: json!({}),
+        attachment: Attachment::Addresses,
+    });
+}
+
+/// How host-local reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped};
+    // host-local decodes the key into its own struct, in its reference's words
+    check_reads(
+        "host-local",
+        &[("ipam", 999, mistyped("Net.ipam", "allocator.IPAMConfig"))],
+    );
+}

@@ -250,3 +250,10 @@ fn differential_against_the_reference() {
         );
     }
 }
+
+/// How loopback reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, prev_result_read};
+    check_reads("loopback", &[prev_result_read("failed to parse prevResult: ")]);
+}

@@ -1013,3 +1013,24 @@ fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "macvlan",
+        keys: json!({"master": del_matrix::MASTER}),
+        attachment: Attachment::InterfaceOnMaster,
+    });
+}
+
+/// How macvlan reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, load_conf_reads, struct_read};
+    let mut reads = load_conf_reads();
+    reads.push(struct_read("runtimeConfig", "", "NetConf.runtimeConfig"));
+    check_reads("macvlan", &reads);
+}

@@ -506,3 +506,19 @@ fn del_config_errors() {
     w.run(false, "DEL", &w.conf("1.0.0", &json!({})), "").unwrap().success();
     assert_eq!(w.saved(), None);
 }
+
+/// How tuning reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, prev_result_read, struct_read};
+    let ctx = "failed to load netconf: ";
+    check_reads(
+        "tuning",
+        &[
+            // tuning's reference decodes these into its own struct
+            struct_read("runtimeConfig", ctx, "TuningConf.runtimeConfig"),
+            struct_read("args", ctx, "TuningConf.args"),
+            prev_result_read(""),
+        ],
+    );
+}

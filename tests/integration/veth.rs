@@ -934,3 +934,22 @@ fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
         assert_clean(&env, Some(&ns), v);
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "veth",
+        keys: json!({"ipMasq": true}),
+        attachment: Attachment::Interface,
+    });
+}
+
+/// How veth reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, load_conf_reads};
+    check_reads("veth", &load_conf_reads());
+}

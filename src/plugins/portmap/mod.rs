@@ -20,11 +20,11 @@ pub mod nftables;
 
 use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::firewall_rules::host_lock;
+use crate::firewall_rules::iptables::save_restore::Family;
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::nftables::TableState;
 use crate::netlink::{self, Handle};
-use crate::plugins::host_lock;
-use crate::plugins::xtables::Family;
 use crate::sysctl;
 use config::{Backend, Conf, Protocol};
 use ipnetwork::IpNetwork;

@@ -1309,3 +1309,25 @@ fn masquerade_on_a_machine_without_firewall_tools() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "bridge",
+        keys: json!({"bridge": "dmbr0", "isGateway": true, "ipMasq": true}),
+        attachment: Attachment::InterfaceOnBridge("dmbr0"),
+    });
+}
+
+/// How bridge reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, load_conf_reads, struct_read};
+    let mut reads = load_conf_reads();
+    reads.push(struct_read("runtimeConfig", "", "NetConf.runtimeConfig"));
+    reads.push(struct_read("args", "", "NetConf.args"));
+    check_reads("bridge", &reads);
+}

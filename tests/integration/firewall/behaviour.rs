@@ -1290,3 +1290,10 @@ fn iptables_gc_removes_rules_of_attachments_that_are_not_valid() {
     assert_eq!(records, ["keep-eth0"]);
     fw(&env, "CHECK", "keep", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
 }
+
+/// How firewall reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, prev_result_read};
+    check_reads("firewall", &[prev_result_read("could not parse prevResult: ")]);
+}

@@ -568,3 +568,19 @@ fn add_dumps_the_nftables_rules_once() {
     }
     node.pm(Side::Cnibox, "DEL", "ctr-a", a.path_str(), &c).success();
 }
+
+/// How portmap reads the keys every config shares, each mistyped (`common_keys`).
+#[test]
+fn common_keys() {
+    use crate::common_keys::{check_reads, mistyped, struct_read};
+    // portmap's reference decodes both into its own struct, and says so in front
+    let ctx = "failed to parse config: failed to parse network configuration: ";
+    let prev = mistyped("PortMapConf.prevResult", "map[string]interface {}");
+    check_reads(
+        "portmap",
+        &[
+            struct_read("runtimeConfig", ctx, "PortMapConf.runtimeConfig"),
+            ("prevResult", 999, format!("{ctx}{prev}")),
+        ],
+    );
+}

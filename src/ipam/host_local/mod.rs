@@ -6,12 +6,12 @@ pub mod config;
 pub mod index;
 pub mod range;
 pub mod range_set;
-pub mod resolv;
 pub mod store;
 
 use crate::cni::error::code;
 use crate::cni::result::{Dns, IpConfig};
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::ipam::resolv;
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;
@@ -105,13 +105,7 @@ impl Plugin for HostLocal {
         let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
-        Ok(CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![],
-            ips,
-            routes: conf.routes,
-            dns,
-        })
+        Ok(crate::ipam::result(req, ips, conf.routes, dns))
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
