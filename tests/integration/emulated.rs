@@ -31,14 +31,8 @@ fn cnitool_chain_of_bridge_portmap_and_firewall() {
     let _server = Server::start(&ns, 80, "chained");
     let caps = json!({"portMappings": [{"hostPort": 8081, "containerPort": 80, "protocol": "tcp"}]});
     let tool = |verb: &str| {
-        node.env
-            .tool("cnitool")
-            .args([verb, "chain", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", node.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", node.env.cache_dir.to_str().unwrap())
-            .env("CAP_ARGS", &caps.to_string())
-            .run()
+        let call = node.env.cnitool(&conf_dir, verb, "chain", ns.path_str());
+        call.env("CAP_ARGS", &caps.to_string()).run()
     };
     let added = tool("add");
     if not_exercised(

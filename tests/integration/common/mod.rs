@@ -269,6 +269,16 @@ impl TestEnv {
         self.call(name)
     }
 
+    /// `cnitool VERB NETWORK NETNS` with the network configs of `conf_dir` and this test's
+    /// bin dir and cache dir; add more with `.env(…)` (e.g. `CAP_ARGS`), then `.run()`.
+    pub fn cnitool(&self, conf_dir: &Path, verb: &str, network: &str, netns: &str) -> Call {
+        self.tool("cnitool")
+            .args([verb, network, netns])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", self.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", self.cache_dir.to_str().unwrap())
+    }
+
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
     /// reference dir as CNI_PATH so it delegates to the reference host-local).
     pub fn reference(&self, plugin: &str) -> Option<Call> {
