@@ -42,6 +42,7 @@ impl Plugin for Loopback {
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context("failed to parse network config"))?;
         let prev = cniconf::prev_result(req).map_err(|e| e.context("failed to parse prevResult"))?;
         let ns = netns_open::open(&req.netns)?;
         let h = Handle::open(&ns)?;

@@ -28,6 +28,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let s = |key: &str| -> Result<Option<String>, Error> {
         Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))
@@ -139,7 +140,11 @@ impl Plugin for Macvlan {
 
     /// Needs neither the master nor the netns: everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf"))?;
+        let ipam_type = cniconf::del_config(
+            "macvlan",
+            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf")),
+            || None,
+        );
         let mut teardown = Teardown::new("macvlan");
         // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
         // back the MAC from before its ADD (prevResult reports tuning's).

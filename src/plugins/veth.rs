@@ -25,6 +25,7 @@ use std::net::IpAddr;
 pub struct Veth;
 
 /// The plugin's own config keys (IPAM reads its section itself).
+#[derive(Default)]
 struct Conf {
     ip_masq: bool,
     ip_masq_backend: Option<String>,
@@ -37,6 +38,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
         .and_then(cniconf::link_mtu)
@@ -142,7 +144,14 @@ impl Plugin for Veth {
     /// Everything is attempted whatever fails first (the first error is returned), and
     /// "already gone" is success: no netns, no link, no rules, no reservation.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
+        let conf = cniconf::del_config(
+            "veth",
+            || load(req),
+            || Conf {
+                ipam_type: cniconf::ipam_type(&req.config).ok().flatten().unwrap_or_default(),
+                ..Conf::default()
+            },
+        );
         let mut teardown = Teardown::new("veth");
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.

@@ -13,7 +13,8 @@
 //!   `applets::every_plugin_applet_has_its_del_matrix_and_common_keys`): `del_matrix` (DEL in
 //!   every situation and version; the interface and IPAM applets run the shared matrix,
 //!   `reliability::del_matrix::run`, where a new situation goes) and `common_keys` (how it
-//!   reads the keys every config shares, `common_keys::check_reads`). A plugin's own DEL
+//!   answers the keys every config shares, mistyped, as its reference does:
+//!   `common_keys::same_as_the_reference`). A plugin's own DEL
 //!   states sit beside them (e.g. `veth::del_is_idempotent_in_every_state`).
 //! * **A differential test** (same input to cnibox and Debian's Go reference in
 //!   /usr/lib/cni, results and kernel/disk state compared): `<applet>/differential.rs`
@@ -33,9 +34,12 @@
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
 //!   keys every config shares in `common_keys.rs`.
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
-//!   runtimes' chains through libcni), `in_process_chains.rs` (cnibox's own applets of a
-//!   chain run in-process, answers compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real
-//!   dockerd), `applets.rs` (the applet table, `install`).
+//!   runtimes' chains through libcni), `gocni.rs` (containerd's CRI through go-cni: its
+//!   loopback network and a pod's capabilities in go-cni's own types, hostPorts reached,
+//!   token buckets, a failed setup's teardown, compared with the reference),
+//!   `in_process_chains.rs` (cnibox's own applets of a chain run in-process, answers
+//!   compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real dockerd),
+//!   `applets.rs` (the applet table, `install`).
 //! * **Other architectures**: `make test-arm64` and `make test-i686` run the Makefile's
 //!   `FOREIGN_TESTS` with another binary as every applet. A step qemu-user cannot emulate
 //!   (tc, netfilter netlink) goes in `emulated.rs`, where `common::emulation` names it when
@@ -47,8 +51,8 @@
 //! `plugin_state` (links, addresses, routes, sysctls, reservations as comparable values),
 //! `bridge_support` and `portmap_support` (those plugins' test worlds, also used by
 //! `firewall`), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
-//! `tests/corpus/`, `tests/interop/` (the libcni runtime in Go), `tests/plugins/` (the
-//! recording plugin script).
+//! `tests/corpus/`, `tests/interop/` (the Go clients: a libcni runtime and containerd's
+//! go-cni), `tests/plugins/` (the recording plugin script).
 //!
 //! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
 //! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
@@ -74,6 +78,8 @@ mod common_keys;
 mod docker;
 mod emulated;
 mod firewall;
+mod flannel;
+mod gocni;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;

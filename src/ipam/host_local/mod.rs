@@ -109,8 +109,13 @@ impl Plugin for HostLocal {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        // releasing needs only the store: its directory and the network's name
+        let (data_dir, name) = crate::cni::config::del_config(
+            "host-local",
+            || load(req).map(|c| (c.data_dir, c.name)),
+            || config::Config::store_of(&req.config),
+        );
+        let mut store = Store::open(&data_dir, &name).map_err(Error::internal)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }
@@ -165,27 +170,10 @@ impl Plugin for HostLocal {
     /// Release every reservation whose attachment is not in `cni.dev/valid-attachments`.
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let Some(list) = req.config.get("cni.dev/valid-attachments") else {
+        let Some(valid) = crate::cni::config::valid_attachments(&req.config)? else {
             // without the list nothing can be judged stale; releasing all would be a guess
             return Ok(());
         };
-        let list = list
-            .as_array()
-            .ok_or_else(|| Error::new(code::DECODING_FAILURE, "cni.dev/valid-attachments must be a list"))?;
-        let mut valid = vec![];
-        for a in list {
-            let id = a.get("containerID").and_then(|v| v.as_str());
-            let ifname = a.get("ifname").and_then(|v| v.as_str());
-            match (id, ifname) {
-                (Some(id), Some(ifname)) => valid.push((id.to_string(), ifname.to_string())),
-                _ => {
-                    return Err(Error::new(
-                        code::DECODING_FAILURE,
-                        format!("cni.dev/valid-attachments: entry {a} needs string containerID and ifname"),
-                    ))
-                }
-            }
-        }
         let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
         store.gc(&valid).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)

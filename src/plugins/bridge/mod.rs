@@ -44,7 +44,7 @@ impl Plugin for Bridge {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = config::load(req)?;
+        let conf = cniconf::del_config("bridge", || config::load(req), || config::for_del(req));
         del(req, &conf)
     }
 

@@ -129,8 +129,12 @@ impl Plugin for Firewall {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = config::load(req)?;
-        let prev = prev_result_for_del(req)?;
+        // the firewall's own load refuses nothing that decodes
+        let (conf, prev) = cniconf::del_config(
+            "firewall",
+            || Ok((config::load(req)?, prev_result_for_del(req)?)),
+            || (config::Conf::default(), None),
+        );
         match conf.backend_for_del() {
             // ADD never made anything for firewalld
             None => {}
@@ -150,8 +154,12 @@ impl Plugin for Firewall {
             }
             Some(Backend::Nftables) => nftables::del(attachment(req))?,
         }
-        // the reference's last step: isolation rules stay, an unknown policy is an error
-        conf.ingress_policy().map(|_| ())
+        // the reference's last step, where an unknown policy fails its DEL for ever; here
+        // it is only reported
+        if let Err(e) = conf.ingress_policy() {
+            eprintln!("cnibox firewall: DEL: {}", e.msg);
+        }
+        Ok(())
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
@@ -188,10 +196,7 @@ fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
 fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
     match prev_result(req) {
         Ok(p) => Ok(p),
-        Err(strict) => match req.config.get("prevResult").map(CniResult::from_json) {
-            Some(Ok(p)) => Ok(Some(p)),
-            _ => Err(strict),
-        },
+        Err(strict) => cniconf::prev_result_in_its_own_version(req).map(Some).ok_or(strict),
     }
 }
 

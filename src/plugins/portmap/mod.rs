@@ -117,7 +117,8 @@ impl Plugin for Portmap {
     /// From both backends, whatever the config says; without a netns, a prevResult or
     /// even `portMappings` (a runtime may drop them on DEL): the rules are found by name.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        load(req)?;
+        // nothing of the config is needed: the rules are found by attachment
+        cniconf::del_config("portmap", || load(req).map(|_| ()), || ());
         teardown(attachment(req))
     }
 
