@@ -25,6 +25,7 @@
 //! (tables, chains, rules, and the rule shapes the plugins use).
 mod address;
 mod bridge_port;
+pub mod bytes;
 pub mod conntrack;
 mod create;
 mod error;

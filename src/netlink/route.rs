@@ -1,5 +1,6 @@
 //! Routes: add (exclusive, next to others as Go netlink's `RouteAddEcmp`, appended, or
 //! replacing), list (with the next hops of multipath routes), delete.
+use super::bytes;
 use std::fmt::Write as _;
 use std::io::Cursor;
 use std::net::IpAddr;
@@ -392,11 +393,11 @@ const RTNH_LEN: usize = 8;
 fn decode_multipath(mut p: &[u8]) -> Vec<NextHop> {
     let mut out = vec![];
     while p.len() >= RTNH_LEN {
-        let len = u16::from_ne_bytes([p[0], p[1]]) as usize;
+        let len = usize::from(bytes::read_host16(p).unwrap_or(0));
         if len < RTNH_LEN || len > p.len() {
             break;
         }
-        let ifindex = u32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
+        let ifindex = bytes::read_host32(&p[4..]).unwrap_or(0);
         out.push(NextHop {
             gateway: wire::find(&p[RTNH_LEN..len], wire::RTA_GATEWAY).and_then(wire::as_ip),
             oif: (ifindex != 0).then_some(ifindex),

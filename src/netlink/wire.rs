@@ -3,6 +3,7 @@
 //! The numbers are the Linux uapi values, kept here as plain integers: neli lacks many of
 //! them (VETH_INFO_*, IFLA_MACVLAN_*, IFLA_BR*) and hides others behind
 //! `cfg(target_env = "gnu")`, which would break the musl build.
+use super::bytes;
 use std::io::Cursor;
 
 use neli::consts::rtnl::RtaType;
@@ -133,8 +134,8 @@ pub(crate) fn attrs(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
         if bytes.len() < 4 {
             return None;
         }
-        let len = u16::from_ne_bytes([bytes[0], bytes[1]]) as usize;
-        let ty = u16::from_ne_bytes([bytes[2], bytes[3]]) & NLA_TYPE_MASK;
+        let len = usize::from(bytes::read_host16(bytes)?);
+        let ty = bytes::read_host16(&bytes[2..])? & NLA_TYPE_MASK;
         if len < 4 || len > bytes.len() {
             return None;
         }
@@ -149,7 +150,7 @@ pub(crate) fn find(bytes: &[u8], ty: u16) -> Option<&[u8]> {
 }
 
 pub(crate) fn as_u32(p: &[u8]) -> Option<u32> {
-    Some(u32::from_ne_bytes(p.get(..4)?.try_into().ok()?))
+    bytes::read_host32(p)
 }
 
 pub(crate) fn as_u8(p: &[u8]) -> Option<u8> {
@@ -158,8 +159,7 @@ pub(crate) fn as_u8(p: &[u8]) -> Option<u8> {
 
 /// A NUL-terminated string attribute.
 pub(crate) fn as_string(p: &[u8]) -> String {
-    let end = p.iter().position(|b| *b == 0).unwrap_or(p.len());
-    String::from_utf8_lossy(&p[..end]).into_owned()
+    bytes::from_c_string(p)
 }
 
 pub(crate) fn as_ip(p: &[u8]) -> Option<std::net::IpAddr> {

@@ -5,7 +5,9 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod emulation;
 pub mod routes;
+pub mod seccomp;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -267,6 +269,16 @@ impl TestEnv {
         self.call(name)
     }
 
+    /// `cnitool VERB NETWORK NETNS` with the network configs of `conf_dir` and this test's
+    /// bin dir and cache dir; add more with `.env(…)` (e.g. `CAP_ARGS`), then `.run()`.
+    pub fn cnitool(&self, conf_dir: &Path, verb: &str, network: &str, netns: &str) -> Call {
+        self.tool("cnitool")
+            .args([verb, network, netns])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", self.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", self.cache_dir.to_str().unwrap())
+    }
+
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
     /// reference dir as CNI_PATH so it delegates to the reference host-local).
     pub fn reference(&self, plugin: &str) -> Option<Call> {
@@ -302,6 +314,8 @@ pub struct Call {
     stdin: Vec<u8>,
     /// Directories covered by an empty tmpfs in a private mount namespace of the call.
     hidden: Vec<&'static str>,
+    /// A seccomp filter the call runs under ([`Call::refusing_ioctl`]).
+    seccomp: Vec<libc::sock_filter>,
 }
 
 /// Where nft, iptables and the other firewall tools live; hidden by
@@ -366,7 +380,15 @@ impl Call {
             args: vec![],
             stdin: vec![],
             hidden: vec![],
+            seccomp: vec![],
         }
+    }
+
+    /// Run with the kernel refusing ioctl `request` with `errno` (a seccomp filter on the
+    /// call's process only).
+    pub fn refusing_ioctl(mut self, request: libc::Ioctl, errno: i32) -> Self {
+        self.seccomp = seccomp::refuse_ioctl(request, errno);
+        self
     }
 
     /// Run as on a machine without nft, iptables and every other tool of the sbin
@@ -448,8 +470,10 @@ impl Call {
             .iter()
             .map(|d| std::ffi::CString::new(*d).unwrap())
             .collect();
-        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
-        // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
+        let filter = self.seccomp.clone();
+        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2),
+        // mount(2) and prctl(2) on data prepared before the fork: async-signal-safe, no
+        // allocation.
         unsafe {
             c.pre_exec(move || {
                 use nix::mount::{mount, MsFlags};
@@ -472,6 +496,9 @@ impl Call {
                             None::<&str>,
                         )?;
                     }
+                }
+                if !filter.is_empty() {
+                    seccomp::install(&filter)?;
                 }
                 Ok(())
             });
