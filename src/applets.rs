@@ -96,6 +96,16 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),
     },
     Applet {
+        name: "static",
+        summary: "static IPAM: the addresses, routes and DNS the config states",
+        kind: Kind::Plugin(&crate::ipam::r#static::Static),
+    },
+    Applet {
+        name: "sbr",
+        summary: "source-based routing: a routing table and rule per container address (chained)",
+        kind: Kind::Plugin(&crate::plugins::sbr::Sbr),
+    },
+    Applet {
         name: "cnitool",
         summary: "run network configs (add, check, del, status, gc, sandbox-status)",
         kind: Kind::Runtime(crate::runtime::cnitool::main),

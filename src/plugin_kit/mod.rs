@@ -28,6 +28,21 @@ impl From<crate::netlink::Error> for crate::cni::Error {
     }
 }
 
+/// A kernel failure in the words Go's netlink gives the reference: the bare errno text
+/// (`file exists`, `invalid argument`); a failure without an errno keeps its whole message.
+pub fn go_kernel_text(e: &crate::netlink::Error) -> String {
+    match e.errno() {
+        Some(n) => {
+            let text = crate::netlink::errno_text(n);
+            let mut c = text.chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
+        }
+        None => e.to_string(),
+    }
+}
+
 impl From<crate::netns::Error> for crate::cni::Error {
     fn from(e: crate::netns::Error) -> Self {
         crate::cni::Error::internal(e)

@@ -11,6 +11,7 @@ pub mod host_device;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
+pub mod sbr;
 pub mod tap;
 pub mod tuning;
 pub mod veth;

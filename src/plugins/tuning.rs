@@ -232,15 +232,7 @@ fn write_sysctl(ns: &Netns, file: &Path, value: &str) -> Result<(), Error> {
 /// A kernel failure as the reference prints it: the bare errno text (`invalid argument`).
 fn kernel_error(e: netlink::Error) -> Error {
     match e.errno() {
-        Some(n) => {
-            let t = netlink::errno_text(n);
-            let mut c = t.chars();
-            let first = c
-                .next()
-                .map(|f| f.to_lowercase().collect::<String>())
-                .unwrap_or_default();
-            Error::internal(first + c.as_str())
-        }
+        Some(_) => Error::internal(crate::plugin_kit::go_kernel_text(&e)),
         None => Error::from(e),
     }
 }

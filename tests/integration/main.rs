@@ -40,6 +40,10 @@
 //!   `in_process_chains.rs` (cnibox's own applets of a chain run in-process, answers
 //!   compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real dockerd),
 //!   `applets.rs` (the applet table, `install`).
+//! * **Other architectures**: `make test-arm64` and `make test-i686` run the Makefile's
+//!   `FOREIGN_TESTS` with another binary as every applet. A step qemu-user cannot emulate
+//!   (tc, netfilter netlink) goes in `emulated.rs`, where `common::emulation` names it when
+//!   skipped under qemu; a test of the set that needs none of those stays in its module.
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
@@ -72,6 +76,7 @@ mod chains;
 mod cnitool;
 mod common_keys;
 mod docker;
+mod emulated;
 mod firewall;
 mod flannel;
 mod gocni;
@@ -86,6 +91,8 @@ mod netns;
 mod oci_hook;
 mod portmap;
 mod reliability;
+mod sbr;
+mod r#static;
 mod sysctl;
 mod tap;
 mod tuning;

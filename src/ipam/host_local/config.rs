@@ -8,7 +8,6 @@ use crate::cni::json::{self, Fields, Json};
 use crate::cni::netaddr::{self, parse_ip};
 use crate::cni::result::Route;
 use crate::cni::version;
-use ipnetwork::IpNetwork;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -123,48 +122,6 @@ fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRan
     Ok(sets)
 }
 
-fn opt_u32(obj: &Fields, key: &str) -> Result<Option<u32>, ConfigError> {
-    Ok(json::value_field(obj, key, "int", |v| {
-        match v {
-            Json::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(()),
-            _ => Err(()),
-        }
-        .map_err(|_| json::type_error(v, &format!("Route.{key}"), "int"))
-    })?)
-}
-
-fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
-    let mut routes = vec![];
-    for r in list.into_iter().flatten() {
-        if r.is_null() {
-            continue;
-        }
-        if r.as_object().is_none() {
-            return Err(type_error(r, "IPAMConfig.routes", "types.Route"));
-        }
-        let r = &json::as_object(r, "IPAMConfig.routes")?;
-        let dst = opt_str(r, "dst", "Route.dst")?.unwrap_or("");
-        let net = RawSubnet::parse(dst).map_err(|e| err(e.0))?;
-        let dst = IpNetwork::new(
-            canonical(net.ip),
-            if canonical(net.ip) != net.ip {
-                net.prefix.saturating_sub(96)
-            } else {
-                net.prefix
-            },
-        )
-        .map_err(|e| err(format!("invalid CIDR address: {dst}: {e}")))?;
-        // `scope` is read before `gw`, as this reader always has: its type error comes first.
-        let scope = opt_u32(r, "scope")?;
-        let mut route = Route::from_members(r, dst, |key| opt_u32(r, key))?;
-        route.scope = scope
-            .map(|s| u8::try_from(s).map_err(|_| err(format!("invalid route scope {s}"))))
-            .transpose()?;
-        routes.push(route);
-    }
-    Ok(routes)
-}
-
 impl Config {
     /// The store a config names (its directory and the network), read on its own: what DEL
     /// releases from when [`Config::load`] refuses the rest.
@@ -220,7 +177,7 @@ impl Config {
         opt_str(ipam, "Name", "IPAMConfig.ipam.Name")?;
         let legacy = parse_range_fields(ipam, "IPAMConfig")?;
         let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
-        let routes = parse_routes(opt_array(ipam, "routes", "IPAMConfig.routes")?)?;
+        let routes = crate::ipam::routes::read(ipam)?;
         let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.dataDir")? {
             None | Some("") => PathBuf::from(DEFAULT_DATA_DIR),
             Some(d) => PathBuf::from(d),

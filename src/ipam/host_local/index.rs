@@ -344,8 +344,9 @@ impl DirStamp {
         Ok(DirStamp {
             dev: st.st_dev,
             ino: st.st_ino,
-            sec: st.st_mtime,
-            nsec: st.st_mtime_nsec,
+            // time_t and its nanoseconds are 32-bit on 32-bit musl targets (i686, armv7)
+            sec: st.st_mtime as i64,
+            nsec: st.st_mtime_nsec as i64,
         })
     }
 

@@ -5,7 +5,9 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod emulation;
 pub mod routes;
+pub mod seccomp;
 pub mod shared_answers;
 
 use std::collections::BTreeMap;
@@ -268,6 +270,16 @@ impl TestEnv {
         self.call(name)
     }
 
+    /// `cnitool VERB NETWORK NETNS` with the network configs of `conf_dir` and this test's
+    /// bin dir and cache dir; add more with `.env(…)` (e.g. `CAP_ARGS`), then `.run()`.
+    pub fn cnitool(&self, conf_dir: &Path, verb: &str, network: &str, netns: &str) -> Call {
+        self.tool("cnitool")
+            .args([verb, network, netns])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", self.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", self.cache_dir.to_str().unwrap())
+    }
+
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
     /// reference dir as CNI_PATH so it delegates to the reference host-local).
     pub fn reference(&self, plugin: &str) -> Option<Call> {
@@ -305,6 +317,8 @@ pub struct Call {
     hidden: Vec<&'static str>,
     /// A sysfs of the host namespace mounted on /sys in a private mount namespace.
     own_sysfs: bool,
+    /// A seccomp filter the call runs under ([`Call::refusing_ioctl`]).
+    seccomp: Vec<libc::sock_filter>,
 }
 
 /// Where nft, iptables and the other firewall tools live; hidden by
@@ -370,6 +384,7 @@ impl Call {
             stdin: vec![],
             hidden: vec![],
             own_sysfs: false,
+            seccomp: vec![],
         }
     }
 
@@ -378,6 +393,13 @@ impl Call {
     /// `net` directory then list that namespace's links, not the machine's.
     pub fn with_own_sysfs(mut self) -> Self {
         self.own_sysfs = true;
+        self
+    }
+
+    /// Run with the kernel refusing ioctl `request` with `errno` (a seccomp filter on the
+    /// call's process only).
+    pub fn refusing_ioctl(mut self, request: libc::Ioctl, errno: i32) -> Self {
+        self.seccomp = seccomp::refuse_ioctl(request, errno);
         self
     }
 
@@ -461,8 +483,9 @@ impl Call {
             .map(|d| std::ffi::CString::new(*d).unwrap())
             .collect();
         let own_sysfs = self.own_sysfs;
+        let filter = self.seccomp.clone();
         // SAFETY: between fork and exec the closure only calls setns(2), unshare(2),
-        // mount(2) and umount2(2) on strings prepared before the fork: async-signal-safe, no
+        // mount(2), umount2(2) and prctl(2) on data prepared before the fork: async-signal-safe, no
         // allocation.
         unsafe {
             c.pre_exec(move || {
@@ -490,6 +513,9 @@ impl Call {
                         umount2(c"/sys", MntFlags::MNT_DETACH)?;
                         mount(Some(c"sysfs"), c"/sys", Some(c"sysfs"), MsFlags::empty(), None::<&str>)?;
                     }
+                }
+                if !filter.is_empty() {
+                    seccomp::install(&filter)?;
                 }
                 Ok(())
             });
