@@ -63,6 +63,21 @@ fn opt_array<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a 
     Ok(json::opt_list(obj, key, field, "array")?)
 }
 
+/// A `types.IPNet` member (`subnet`, a route's `dst`): Go runs its `UnmarshalJSON` for each
+/// value written, a `null` too, which reads as "" and fails; absent is unset.
+fn opt_ipnet(obj: &Fields, key: &str, field: &str) -> Result<Option<RawSubnet>, ConfigError> {
+    let mut subnet = None;
+    for v in obj.written(key, "types.IPNet") {
+        let text = match v {
+            Json::Null => "",
+            Json::String(s) => s,
+            other => return Err(type_error(other, field, "string")),
+        };
+        subnet = Some(RawSubnet::parse(text).map_err(|e| err(e.0))?);
+    }
+    Ok(subnet)
+}
+
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
 fn opt_ip(obj: &Fields, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
     Ok(netaddr::opt_ip(obj, key, field)?)
@@ -98,12 +113,8 @@ fn parse_range(value: &Json, field: &str) -> Result<RawRange, ConfigError> {
 
 /// A `Range`'s members (also those of the IPAM section, which embeds one).
 fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError> {
-    let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
-        None => None,
-        Some(s) => Some(RawSubnet::parse(s).map_err(|e| err(e.0))?),
-    };
     Ok(RawRange {
-        subnet,
+        subnet: opt_ipnet(obj, "subnet", &format!("{field}.subnet"))?,
         range_start: opt_ip(obj, "rangeStart", &format!("{field}.rangeStart"))?,
         range_end: opt_ip(obj, "rangeEnd", &format!("{field}.rangeEnd"))?,
         gateway: opt_ip(obj, "gateway", &format!("{field}.gateway"))?,
@@ -143,8 +154,10 @@ fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
             return Err(type_error(r, "IPAMConfig.routes", "types.Route"));
         }
         let r = &json::as_object(r, "IPAMConfig.routes")?;
-        let dst = opt_str(r, "dst", "Route.dst")?.unwrap_or("");
-        let net = RawSubnet::parse(dst).map_err(|e| err(e.0))?;
+        let net = match opt_ipnet(r, "dst", "Route.dst")? {
+            Some(net) => net,
+            None => RawSubnet::parse("").map_err(|e| err(e.0))?,
+        };
         let dst = IpNetwork::new(
             canonical(net.ip),
             if canonical(net.ip) != net.ip {
@@ -153,7 +166,7 @@ fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
                 net.prefix
             },
         )
-        .map_err(|e| err(format!("invalid CIDR address: {dst}: {e}")))?;
+        .map_err(|e| err(format!("invalid CIDR address: {}/{}: {e}", net.ip, net.prefix)))?;
         // `scope` is read before `gw`, as this reader always has: its type error comes first.
         let scope = opt_u32(r, "scope")?;
         let mut route = Route::from_members(r, dst, |key| opt_u32(r, key))?;
@@ -277,6 +290,27 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    /// Regression: `null` for a subnet or a route's `dst` was read as unset (a value field's
+    /// rule), so a subnet written and then `null` kept the subnet; Go runs `types.IPNet`'s
+    /// `UnmarshalJSON` for the `null` too, which parses "" and fails, as the reference does.
+    #[test]
+    fn a_null_subnet_or_dst_is_an_empty_cidr() {
+        let load_text = |text: &str| Config::load(&json::parse(text.as_bytes()).unwrap(), None).map_err(|e| e.0);
+        for text in [
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","SUBNET":null}}"#,
+            r#"{"name":"n","ipam":{"subnet":null,"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#,
+            r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24","Subnet":null}]]}}"#,
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","routes":[{"dst":"0.0.0.0/0","DST":null}]}}"#,
+        ] {
+            assert_eq!(load_text(text).unwrap_err(), "invalid CIDR address: ", "{text}");
+        }
+        // Go decodes each value written in turn: a null before the subnet fails too
+        let c = load_text(r#"{"name":"n","ipam":{"SUBNET":null,"subnet":"10.1.2.0/24"}}"#);
+        assert_eq!(c.unwrap_err(), "invalid CIDR address: ");
+        let c = load_text(r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#).unwrap();
+        assert_eq!(c.ranges.len(), 1);
     }
 
     #[test]

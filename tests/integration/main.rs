@@ -34,6 +34,11 @@
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the keys every
 //!   config shares in `common_keys.rs`.
+//! * **Go's key matching, generated**: `go_keys/` runs every key each plugin applet's code
+//!   reads (the key registry of test builds) in four spellings, `null`, written twice and
+//!   mistyped, through cnibox and the reference. A new config key needs a value in the
+//!   applet's samples (`go_keys/samples.rs`; the coverage test fails without one), and a key
+//!   Debian's 1.1.1 lacks a line in its `NEWER` table.
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
 //!   runtimes' chains through libcni), `in_process_chains.rs` (cnibox's own applets of a
 //!   chain run in-process, answers compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real
@@ -71,6 +76,7 @@ mod cnitool;
 mod common_keys;
 mod docker;
 mod firewall;
+mod go_keys;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;

@@ -302,6 +302,8 @@ pub struct Call {
     stdin: Vec<u8>,
     /// Directories covered by an empty tmpfs in a private mount namespace of the call.
     hidden: Vec<&'static str>,
+    /// (source, target) bind mounts made, in order, in a private mount namespace of the call.
+    binds: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Where nft, iptables and the other firewall tools live; hidden by
@@ -366,6 +368,7 @@ impl Call {
             args: vec![],
             stdin: vec![],
             hidden: vec![],
+            binds: vec![],
         }
     }
 
@@ -374,6 +377,13 @@ impl Call {
     /// this call only (nothing is removed from the machine).
     pub fn without_sbin_tools(mut self) -> Self {
         self.hidden = SBIN_DIRS.to_vec();
+        self
+    }
+
+    /// Run with `source` mounted over `target` (recursively, submounts included) in a private
+    /// mount namespace of this call only; binds are made in the order given.
+    pub fn bind(mut self, source: impl Into<PathBuf>, target: impl Into<PathBuf>) -> Self {
+        self.binds.push((source.into(), target.into()));
         self
     }
 
@@ -448,13 +458,16 @@ impl Call {
             .iter()
             .map(|d| std::ffi::CString::new(*d).unwrap())
             .collect();
+        let cstr = |p: &Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let binds: Vec<(std::ffi::CString, std::ffi::CString)> =
+            self.binds.iter().map(|(s, t)| (cstr(s), cstr(t))).collect();
         // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
         // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
         unsafe {
             c.pre_exec(move || {
                 use nix::mount::{mount, MsFlags};
                 nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
-                if !hidden.is_empty() {
+                if !hidden.is_empty() || !binds.is_empty() {
                     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
                     mount(
                         None::<&str>,
@@ -469,6 +482,15 @@ impl Call {
                             d.as_c_str(),
                             Some(c"tmpfs"),
                             MsFlags::empty(),
+                            None::<&str>,
+                        )?;
+                    }
+                    for (source, target) in &binds {
+                        mount(
+                            Some(source.as_c_str()),
+                            target.as_c_str(),
+                            None::<&str>,
+                            MsFlags::MS_BIND | MsFlags::MS_REC,
                             None::<&str>,
                         )?;
                     }
