@@ -137,7 +137,7 @@ fn both_sides<T: Send>(
             let side = Side::new(applet, false);
             let t = std::time::Instant::now();
             let v = (0..wanted.len()).map(|r| run(&side, r)).collect::<Vec<_>>();
-            eprintln!("TIMING {} cnibox {:?}", applet.name, t.elapsed());
+            eprintln!("go_keys {}: cnibox's side took {:.1?}", applet.name, t.elapsed());
             v
         });
         let theirs = s.spawn(|| {
@@ -146,7 +146,7 @@ fn both_sides<T: Send>(
             let v = (0..wanted.len())
                 .map(|r| wanted[r].then(|| run(&side, r)))
                 .collect::<Vec<_>>();
-            eprintln!("TIMING {} reference {:?}", applet.name, t.elapsed());
+            eprintln!("go_keys {}: the reference's side took {:.1?}", applet.name, t.elapsed());
             v
         });
         let ours = ours.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
