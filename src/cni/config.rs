@@ -21,6 +21,13 @@ pub const RUNTIME_CONFIG_MAC: &str = r#"struct { Mac string "json:\"mac,omitempt
 /// type fails the plugin, even one the plugin never uses (`"dns": 5` fails tuning). The
 /// plugin adds its context.
 pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
+    check_net_conf_but(config, struct_name, &[])
+}
+
+/// [`check_net_conf`] for a plugin struct that declares some of the embedded struct's keys
+/// again (flannel's `IPAM map[string]interface{}`): Go decodes those into the outer field,
+/// which the plugin reads itself, so they are `shadowed` here.
+pub fn check_net_conf_but(config: &Json, struct_name: &str, shadowed: &[&str]) -> Result<(), Error> {
     let obj = fields(config, struct_name)?;
     let path = |key: &str| format!("{struct_name}.{key}");
     for key in ["cniVersion", "name", "type"] {
@@ -32,8 +39,10 @@ pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
                 .ok_or_else(|| json::type_error(v, &path("capabilities"), "bool"))?;
         }
     }
-    if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
-        json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+    if !shadowed.contains(&"ipam") {
+        if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
+            json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+        }
     }
     if let Some(dns) = json::opt_object(&obj, "dns", &path("dns"), "types.DNS")? {
         Dns::from_fields(&dns, "DNS.dns")?;
@@ -226,6 +235,26 @@ pub fn valid_attachments(config: &Json) -> Result<Option<Vec<(String, String)>>,
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
+}
+
+/// The config a DEL works with. DEL must undo what ADD made even when the config holds a
+/// value ADD refuses (a bad port, an unknown protocol, a rate of the wrong type): a runtime
+/// retries a failed DEL until it succeeds (containerd's and kubelet's "failed to destroy
+/// network for sandbox"), and the reference fails such a DEL every time. So a config `load`
+/// refuses is read again with decoding that skips what does not decode
+/// ([`json::leniently`]); when the plugin's own checks still refuse it, `fallback` reads just
+/// what DEL needs, leniently too. The refusal goes to stderr.
+pub fn del_config<T>(plugin: &str, load: impl Fn() -> Result<T, Error>, fallback: impl FnOnce() -> T) -> T {
+    match load() {
+        Ok(conf) => conf,
+        Err(refused) => {
+            eprintln!(
+                "cnibox {plugin}: DEL: the config would fail ADD ({}); undoing the attachment anyway",
+                refused.msg
+            );
+            json::leniently(|| load().unwrap_or_else(|_| fallback()))
+        }
+    }
 }
 
 fn non_empty(s: Option<&str>) -> Result<Option<String>, Error> {
@@ -517,6 +546,23 @@ mod tests {
         assert_eq!(e.msg, r#"ARGS: unknown args ["K8S_POD_NAME=p"]"#);
         let e = macvlan_requested_mac(&req(json!({}), "MAC")).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: invalid pair "MAC""#);
+    }
+
+    #[test]
+    fn del_config_reads_what_add_refuses() {
+        let doc = Json::from(json!({"mtu": "x", "port": 0}));
+        let load = || -> Result<(Option<i64>, i64), Error> {
+            let o = json::as_object(&doc, "C")?;
+            let port = json::opt_int(&o, "port", "C.port")?.unwrap_or(0);
+            if port == 0 {
+                return Err(Error::internal("Invalid container port number: 0"));
+            }
+            Ok((json::opt_int(&o, "mtu", "C.mtu")?, port))
+        };
+        assert!(load().is_err());
+        assert_eq!(del_config("test", load, || (None, -1)), (None, -1));
+        let mtu_only = || json::opt_int(&json::as_object(&doc, "C")?, "mtu", "C.mtu");
+        assert_eq!(del_config("test", mtu_only, || Some(7)), None, "lenient decoding");
     }
 
     #[test]

@@ -13,16 +13,16 @@
 //! arithmetic (25 ms latency, psched ticks) is the reference's, so the kernel ends up with
 //! the same qdiscs. DEL removes the ifb and the host veth's qdiscs; CHECK compares rate,
 //! limit and buffer of both token buckets and looks for the redirect to the ifb.
-use super::netns_open;
-use super::rollback::Rollback;
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::json::Fields;
 use crate::cni::result::Interface;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::tc::{self, PschedClock, Tbf};
-use crate::netlink::{Handle, IfbSpec, Link};
+use crate::netlink::{Handle, IfbSpec, Link, LinkKind};
 use crate::netns::Netns;
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 
 pub struct Bandwidth;
 
@@ -166,7 +166,7 @@ fn host_interface(host: &Handle, ns: &Netns, interfaces: &[Interface], ifname: &
     let cont = Handle::open(ns)?;
     let peer = match cont.link_by_name(ifname)? {
         None => Err(format!("could not look up {ifname:?}: Link not found")),
-        Some(l) if l.kind.as_deref() != Some("veth") => Err(format!("interface {ifname:?} was not a veth interface")),
+        Some(l) if l.kind != Some(LinkKind::Veth) => Err(format!("interface {ifname:?} was not a veth interface")),
         Some(l) => l
             .peer_index
             .ok_or_else(|| format!("interface {ifname:?} has no peer index")),
@@ -263,8 +263,8 @@ impl Plugin for Bandwidth {
     /// Removes the ifb (all the reference does) and, when prevResult and the netns still
     /// lead to the host veth, its qdiscs; whatever is already gone is done.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        load(req)?;
-        let prev = prev_result(req)?;
+        // the ifb is found by attachment; prevResult names the host veth, if it can
+        let prev = cniconf::del_config("bandwidth", || load(req).and_then(|_| prev_result(req)), || None);
         let host = Handle::current()?;
         let name = ifb_name(&req.name, &req.container_id);
         if let Some(ifb) = host.link_by_name(&name)? {

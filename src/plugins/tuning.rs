@@ -9,8 +9,6 @@
 //!
 //! Unlike the reference, a failed ADD undoes what it did before failing (sysctls, link
 //! attributes, the saved file), and every input is validated before anything changes.
-use super::netns_open;
-use super::rollback::Rollback;
 use crate::cni::config::{self as cniconf, RUNTIME_CONFIG_MAC};
 use crate::cni::error::go_errno_text;
 use crate::cni::json;
@@ -18,6 +16,8 @@ use crate::cni::json::{Fields, Json};
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Handle, Link, MacAddr};
 use crate::netns::Netns;
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -395,7 +395,7 @@ fn set_txqlen(h: &Handle, ifname: &str, q: i64) -> Result<(), Error> {
 
 /// prevResult is required (ADD and CHECK); parsed with the config's version.
 fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
-    super::check::prev_result(req, "Required prevResult missing")
+    crate::plugin_kit::check_preamble::prev_result(req, "Required prevResult missing")
 }
 
 impl Plugin for Tuning {
@@ -467,8 +467,12 @@ impl Plugin for Tuning {
     /// Restores what ADD saved. Config errors fail as in the reference; anything else is
     /// logged and DEL succeeds (the reference ignores every restore failure).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let path = saved_file(&conf.data_dir, &req.container_id, &req.ifname);
+        let data_dir = cniconf::del_config(
+            "tuning",
+            || load(req).map(|c| c.data_dir),
+            || PathBuf::from(DEFAULT_DATA_DIR),
+        );
+        let path = saved_file(&data_dir, &req.container_id, &req.ifname);
         if let Err(e) = restore(req, &path) {
             eprintln!("cnibox tuning: DEL: {}", e.msg);
         }

@@ -209,7 +209,10 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
 }
 
 impl NetworkList {
-    /// Parse a conflist (`NetworkConfFromBytes`).
+    /// Parse a conflist (`NetworkConfFromBytes`). libcni decodes the list into a
+    /// `map[string]interface{}` and looks its keys up exactly (`"Name"` is no name there),
+    /// which is what serde_json's map does; only the plugin objects are decoded into a
+    /// struct, with Go's rules ([`decode_plugin`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, ConfError> {
         let v: Value = serde_json::from_slice(bytes).map_err(parse_err)?;
         let obj = v

@@ -2,33 +2,81 @@
 //! embeds and so decodes in full, and what runtimes add: `runtimeConfig`, `args`). Each
 //! has one reader in cnibox (the entry point for cniVersion and name, `cni::config` for
 //! the rest), so a key means the same and fails with the same words in every plugin that
-//! reads it. One test per key runs every plugin applet and its Go reference with that key
-//! mistyped and compares the two answers (code and message); the few places where the
-//! words differ are listed with the reason.
+//! reads it. A plugin and its Go reference get the same ADD with a shared key mistyped, and
+//! their answers (code and message) must be equal.
+//!
+//! The entry point's keys are checked here for every plugin applet of the applet table.
+//! The keys a plugin decodes itself ([`PLUGIN_KEYS`]) are checked by the test `common_keys`
+//! in the applet's own module ([`same_as_the_reference`]), which every plugin applet has
+//! (`applets::every_plugin_applet_has_its_del_matrix_and_common_keys`).
 use crate::common;
 
+use cnibox::applets::{Kind, APPLETS};
 use common::TestEnv;
-use serde_json::json;
+use serde_json::{json, Value};
 
-/// cnibox's applet and the Debian reference binary it replaces.
-const PLUGINS: &[(&str, &str)] = &[
-    ("bridge", "bridge"),
-    ("veth", "ptp"),
-    ("macvlan", "macvlan"),
-    ("loopback", "loopback"),
-    ("tuning", "tuning"),
-    ("bandwidth", "bandwidth"),
-    ("firewall", "firewall"),
-    ("portmap", "portmap"),
-    ("host-local", "host-local"),
-];
+/// The shared keys a plugin decodes itself, each with the mistyped values it gets.
+pub fn plugin_keys() -> Vec<(&'static str, Value)> {
+    vec![
+        ("capabilities", json!({"portMappings": "yes"})),
+        ("ipam", json!(5)),
+        ("ipam", json!({"type": 5})),
+        ("dns", json!(5)),
+        ("dns", json!({"nameservers": "192.0.2.53"})),
+        ("runtimeConfig", json!(5)),
+        ("args", json!(5)),
+        ("prevResult", json!(5)),
+    ]
+}
 
 /// The link macvlan stacks on, made in each test's host namespace.
 const MASTER: &str = "keys0";
 
+/// The Debian reference binary an applet replaces.
+fn reference_of(applet: &str) -> &str {
+    match applet {
+        "veth" => "ptp",
+        other => other,
+    }
+}
+
+/// Every plugin applet (aliases are the applet they name).
+fn plugins() -> impl Iterator<Item = &'static str> {
+    APPLETS
+        .iter()
+        .filter(|a| matches!(a.kind, Kind::Plugin(_)))
+        .map(|a| a.name)
+}
+
+/// A host namespace with the macvlan master, and a `subnet.env` for flannel.
+fn env() -> TestEnv {
+    common::require_root();
+    let env = TestEnv::new();
+    env.host
+        .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "keys1"]);
+    env.host.ip(&["link", "set", MASTER, "up"]);
+    std::fs::write(
+        env.tmp.path().join("subnet.env"),
+        "FLANNEL_NETWORK=10.78.0.0/16\nFLANNEL_SUBNET=10.78.1.1/24\nFLANNEL_MTU=1500\nFLANNEL_IPMASQ=true\n",
+    )
+    .unwrap();
+    env
+}
+
 /// The answer to an ADD with the key `key` set to `value` in an otherwise valid config:
 /// (code, msg), (0, "") on success. Each call has its own container and container ID.
-fn add_with(env: &TestEnv, call: common::Call, key: &str, value: &serde_json::Value) -> (u64, String) {
+fn add_with(env: &TestEnv, call: common::Call, key: &str, value: &Value) -> (u64, String) {
+    add_adjusted(env, call, key, value, &|_| {})
+}
+
+/// [`add_with`] with the otherwise valid config changed by `adjust` first.
+fn add_adjusted(
+    env: &TestEnv,
+    call: common::Call,
+    key: &str,
+    value: &Value,
+    adjust: &dyn Fn(&mut Value),
+) -> (u64, String) {
     let c = env.container();
     let id = common::unique("keys");
     let mut conf = json!({
@@ -38,11 +86,13 @@ fn add_with(env: &TestEnv, call: common::Call, key: &str, value: &serde_json::Va
         "bridge": "br-keys",
         "master": MASTER,
         "ipam": {"type": "host-local", "subnet": "10.77.0.0/24", "dataDir": env.data_dir},
-        // tuning's saved state and firewall's records stay in the temp dir
+        // tuning's saved state, firewall's records and flannel's configs stay in the temp dir
         "dataDir": env.tmp.path().join("plugin-state"),
+        "subnetFile": env.tmp.path().join("subnet.env"),
         "prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": c.path_str()}],
                        "ips": [{"address": "10.77.0.9/24", "interface": 0}]},
     });
+    adjust(&mut conf);
     conf[key] = value.clone();
     let out = call.exec("ADD", &id, c.path_str(), "eth0", &conf);
     if out.ok() {
@@ -55,72 +105,74 @@ fn add_with(env: &TestEnv, call: common::Call, key: &str, value: &serde_json::Va
     )
 }
 
-/// Every plugin answers an ADD with `key` mistyped as its reference does, except where
-/// `differs` names the plugin, with cnibox's own answer.
-fn same_as_the_reference(key: &str, value: serde_json::Value, differs: &[(&str, u64, &str)]) {
-    common::require_root();
-    let env = TestEnv::new();
-    env.host
-        .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "keys1"]);
-    env.host.ip(&["link", "set", MASTER, "up"]);
-    for (applet, reference) in PLUGINS {
-        let ours = add_with(&env, env.call(applet), key, &value);
-        match differs.iter().find(|(a, _, _)| a == applet) {
-            Some((_, code, msg)) => assert_eq!(ours, (*code, msg.to_string()), "{applet} {key}"),
-            None => {
-                let Some(call) = env.reference(reference) else {
-                    return;
-                };
-                let theirs = add_with(&env, call, key, &value);
-                assert_eq!(ours, theirs, "{applet} (reference {reference}) with {key}: {value}");
-            }
+/// Whether Debian ships the reference binary `applet` replaces.
+fn has_reference(applet: &str) -> bool {
+    common::reference_dir().is_some_and(|d| d.join(reference_of(applet)).exists())
+}
+
+/// `applet` answers an ADD with `key` set to `value` as its reference does.
+fn same_answer(env: &TestEnv, applet: &str, key: &str, value: &Value) {
+    let Some(reference) = env.reference(reference_of(applet)) else {
+        return;
+    };
+    assert!(
+        has_reference(applet),
+        "Debian ships no {} binary to compare {applet} with: state its answers with common_keys::answers",
+        reference_of(applet)
+    );
+    let ours = add_with(env, env.call(applet), key, value);
+    let theirs = add_with(env, reference, key, value);
+    assert_eq!(
+        ours, theirs,
+        "{applet} with {key}: {value} (left: cnibox, right: the reference)"
+    );
+}
+
+/// `applet` answers an ADD with each of [`plugin_keys`] mistyped as its reference does.
+pub fn same_as_the_reference(applet: &str) {
+    let env = env();
+    for (key, value) in plugin_keys() {
+        same_answer(&env, applet, key, &value);
+    }
+}
+
+/// For an applet whose reference Debian does not ship (so [`same_as_the_reference`] has
+/// nothing to compare with): its answer to each of [`plugin_keys`] mistyped is `expected`'s
+/// (the code and message of its reference's source; `(0, "")` where it ignores the key),
+/// with the otherwise valid config changed by `adjust` to be valid for the applet.
+pub fn answers(applet: &str, adjust: &dyn Fn(&mut Value), expected: impl Fn(&str, &Value) -> (u64, String)) {
+    let env = env();
+    for (key, value) in plugin_keys() {
+        let ours = add_adjusted(&env, env.call(applet), key, &value, adjust);
+        assert_eq!(ours, expected(key, &value), "{applet} with {key}: {value}");
+    }
+}
+
+/// Every plugin applet answers an ADD with the entry point's key `key` mistyped as its
+/// reference does.
+fn entry_point_key(key: &str) {
+    let env = env();
+    for applet in plugins() {
+        if !has_reference(applet) {
+            // the entry point is the same code in every applet; checked on the others
+            eprintln!("{applet}: no reference binary to compare the entry point's {key} with");
+            continue;
         }
+        same_answer(&env, applet, key, &json!(5));
     }
 }
 
 #[test]
 fn cni_version_is_read_once_by_the_entry_point() {
-    same_as_the_reference("cniVersion", json!(5), &[]);
+    entry_point_key("cniVersion");
 }
 
 #[test]
 fn name_is_read_once_by_the_entry_point() {
-    same_as_the_reference("name", json!(5), &[]);
+    entry_point_key("name");
 }
 
 #[test]
 fn type_is_a_string_for_every_plugin() {
-    same_as_the_reference("type", json!(5), &[]);
-}
-
-#[test]
-fn capabilities_map_names_to_booleans() {
-    same_as_the_reference("capabilities", json!({"portMappings": "yes"}), &[]);
-}
-
-#[test]
-fn ipam_is_one_reader() {
-    same_as_the_reference("ipam", json!(5), &[]);
-    same_as_the_reference("ipam", json!({"type": 5}), &[]);
-}
-
-#[test]
-fn dns_is_one_reader() {
-    same_as_the_reference("dns", json!(5), &[]);
-    same_as_the_reference("dns", json!({"nameservers": "192.0.2.53"}), &[]);
-}
-
-#[test]
-fn runtime_config_is_one_reader() {
-    same_as_the_reference("runtimeConfig", json!(5), &[]);
-}
-
-#[test]
-fn args_is_one_reader() {
-    same_as_the_reference("args", json!(5), &[]);
-}
-
-#[test]
-fn prev_result_is_one_reader() {
-    same_as_the_reference("prevResult", json!(5), &[]);
+    entry_point_key("type");
 }

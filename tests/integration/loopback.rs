@@ -253,3 +253,9 @@ fn differential_against_the_reference() {
         );
     }
 }
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("loopback");
+}

@@ -73,6 +73,30 @@ impl<'a> Fields<'a> {
     }
 }
 
+thread_local! {
+    /// Set while [`leniently`] runs.
+    static LENIENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with decoding that takes a member it cannot decode (a wrong type, a number out
+/// of range) as not written, instead of failing. For DEL only: DEL must undo what ADD made
+/// even when the config holds a value ADD refused, or a runtime retries it forever (the
+/// reference fails such a DEL every time).
+pub fn leniently<T>(f: impl FnOnce() -> T) -> T {
+    let before = LENIENT.with(|l| l.replace(true));
+    let out = f();
+    LENIENT.with(|l| l.set(before));
+    out
+}
+
+/// A member that does not decode: an error, or (under [`leniently`]) no member at all.
+fn undecodable<T>(e: Error) -> Result<Option<T>, Error> {
+    match LENIENT.with(|l| l.get()) {
+        true => Ok(None),
+        false => Err(e),
+    }
+}
+
 /// A value field of Go type `go_type`: every non-null value written is converted (a wrong
 /// one is an error), the last one wins; `None` when none was written.
 pub fn value_field<'a, T>(
@@ -83,7 +107,10 @@ pub fn value_field<'a, T>(
 ) -> Result<Option<T>, Error> {
     let mut out = None;
     for v in obj.written(key, go_type).filter(|v| !v.is_null()) {
-        out = Some(convert(v)?);
+        match convert(v) {
+            Ok(x) => out = Some(x),
+            Err(e) => undecodable::<()>(e).map(|_| ())?,
+        }
     }
     Ok(out)
 }
@@ -98,7 +125,13 @@ pub fn nullable_field<'a, T>(
 ) -> Result<Option<T>, Error> {
     let mut out = None;
     for v in obj.written(key, go_type) {
-        out = if v.is_null() { None } else { Some(convert(v)?) };
+        out = match v {
+            Json::Null => None,
+            v => match convert(v) {
+                Ok(x) => Some(x),
+                Err(e) => undecodable(e)?,
+            },
+        };
     }
     Ok(out)
 }
@@ -214,7 +247,10 @@ pub fn opt_list<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> R
 pub fn opt_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
     let mut parts = Vec::new();
     for v in obj.written(key, go_type).filter(|v| !v.is_null()) {
-        parts.push(v.as_object().ok_or_else(|| type_error(v, path, go_type))?);
+        match v.as_object() {
+            Some(o) => parts.push(o),
+            None => undecodable::<()>(type_error(v, path, go_type)).map(|_| ())?,
+        }
     }
     Ok((!parts.is_empty()).then_some(Fields { parts }))
 }
@@ -226,7 +262,7 @@ pub fn opt_ptr_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str
         match v {
             Json::Null => parts = None,
             Json::Object(o) => parts.get_or_insert_with(Vec::new).push(o),
-            other => return Err(type_error(other, path, go_type)),
+            other => undecodable::<()>(type_error(other, path, go_type)).map(|_| ())?,
         }
     }
     Ok(parts.map(|parts| Fields { parts }))
@@ -243,7 +279,7 @@ pub fn opt_map<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Re
         match v {
             Json::Null => map = None,
             Json::Object(o) => map.get_or_insert_with(Map::new).extend(o.members()),
-            other => return Err(type_error(other, path, go_type)),
+            other => undecodable::<()>(type_error(other, path, go_type)).map(|_| ())?,
         }
     }
     Ok(map)
@@ -258,10 +294,16 @@ pub fn opt_raw<'a>(obj: &Fields<'a>, key: &str) -> Option<&'a Json> {
 /// The value as the fields of a struct; `null` decodes as an empty one (Go leaves the struct
 /// zero).
 pub fn as_object<'a>(v: &'a Json, path: &str) -> Result<Fields<'a>, Error> {
+    as_struct(v, path, "struct")
+}
+
+/// [`as_object`] for a value whose Go type (`main.PortMapEntry`, an element of a slice)
+/// the error names.
+pub fn as_struct<'a>(v: &'a Json, path: &str, go_type: &str) -> Result<Fields<'a>, Error> {
     match v {
         Json::Object(m) => Ok(Fields::of(m)),
         Json::Null => Ok(Fields::default()),
-        other => Err(type_error(other, path, "struct")),
+        other => undecodable(type_error(other, path, go_type)).map(Option::unwrap_or_default),
     }
 }
 
@@ -407,6 +449,28 @@ mod tests {
                 "json: cannot unmarshal string into Go struct field NetConf.mtu of type int"
             );
         });
+    }
+
+    #[test]
+    fn leniently_a_member_that_does_not_decode_is_not_written() {
+        let text = r#"{"mtu": "x", "MTU": 1400, "port": "80", "l": 5, "o": 5, "m": [1], "big": 99999999999}"#;
+        with(text, |o| {
+            let all = || -> Result<_, Error> {
+                Ok((
+                    opt_int(o, "mtu", "x")?,
+                    opt_int(o, "port", "x")?,
+                    opt_str_list(o, "l", "x")?,
+                    opt_object(o, "o", "x", "T")?.is_some(),
+                    opt_map(o, "m", "x", "map[string]string")?.is_some(),
+                    opt_uint::<u32>(o, "big", "x").ok().flatten(),
+                ))
+            };
+            assert!(all().is_err());
+            assert_eq!(leniently(all).unwrap(), (Some(1400), None, None, false, false, None));
+            // the mode ends with the call
+            assert!(all().is_err());
+        });
+        assert!(leniently(|| as_object(&doc("[1]"), "x").is_ok()));
     }
 
     #[test]

@@ -134,6 +134,45 @@ pub fn load(req: &Request) -> Result<NetConf, Error> {
     Ok(conf)
 }
 
+/// What DEL needs of a config [`load`] refuses even when read leniently (a VLAN id out of
+/// range, a bad `CNI_ARGS` MAC): the bridge, the masquerade and spoof-check settings and the
+/// IPAM type, each read on its own so one bad member costs only itself.
+pub fn for_del(req: &Request) -> NetConf {
+    let obj = json::as_object(&req.config, "NetConf").unwrap_or_default();
+    let flag = |key: &str| bool_key(&obj, key).unwrap_or(false);
+    NetConf {
+        network: req.name.clone(),
+        bridge: json::opt_str(&obj, "bridge", "NetConf.bridge")
+            .ok()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .unwrap_or(DEFAULT_BRIDGE)
+            .to_string(),
+        is_gateway: false,
+        is_default_gateway: false,
+        force_address: false,
+        ip_masq: flag("ipMasq"),
+        ip_masq_backend: json::opt_str(&obj, "ipMasqBackend", "NetConf.ipMasqBackend")
+            .ok()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .map(str::to_string),
+        mtu: None,
+        hairpin: false,
+        promisc: false,
+        vlan: 0,
+        vlan_trunk: None,
+        preserve_default_vlan: false,
+        enable_dad: false,
+        macspoofchk: flag("macspoofchk"),
+        disable_container_interface: flag("disableContainerInterface"),
+        port_isolation: false,
+        ipam_type: cniconf::ipam_type(&req.config).ok().flatten(),
+        dns: Dns::default(),
+        mac: None,
+    }
+}
+
 /// `vlanTrunk`: `[{"id": N} | {"minID": A, "maxID": B} | both]`, as the reference reads it
 /// (ranges first, then the single id of the same entry), sorted and de-duplicated.
 pub fn parse_trunk(v: &Json) -> Result<Vec<u16>, Error> {

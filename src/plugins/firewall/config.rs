@@ -57,6 +57,18 @@ pub struct Conf {
     pub ingress: Result<IngressPolicy, String>,
 }
 
+/// The reference's defaults: what a config without the firewall's own keys means.
+impl Default for Conf {
+    fn default() -> Conf {
+        Conf {
+            backend: BackendSetting::Known(Backend::Iptables),
+            admin_chain: DEFAULT_ADMIN_CHAIN.to_string(),
+            data_dir: super::records::DEFAULT_DATA_DIR.into(),
+            ingress: Ok(IngressPolicy::Open),
+        }
+    }
+}
+
 /// The reference's default admin chain.
 pub const DEFAULT_ADMIN_CHAIN: &str = "CNI-ADMIN";
 /// iptables chain names are at most 28 characters (XT_EXTENSION_MAXNAMELEN - 1).

@@ -1290,3 +1290,9 @@ fn iptables_gc_removes_rules_of_attachments_that_are_not_valid() {
     assert_eq!(records, ["keep-eth0"]);
     fw(&env, "CHECK", "keep", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
 }
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("firewall");
+}

@@ -154,7 +154,8 @@ pub fn result_ip(r: &Value, v6: bool) -> IpAddr {
         .expect("result has an address of the family")
 }
 
-fn wait_v6_ready(ns: &Netns) {
+/// Waits (up to 5 s) until no IPv6 address of `ns` is tentative (DAD done).
+pub fn wait_v6_ready(ns: &Netns) {
     for _ in 0..100 {
         let out = ns.ip(&["-6", "addr", "show", "tentative"]);
         if out.trim().is_empty() {

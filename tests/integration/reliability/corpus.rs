@@ -410,12 +410,12 @@ fn stdin_over_one_mib_is_refused_with_code_5() {
     exact.extend(std::iter::repeat(b' ').take(room));
     exact.extend_from_slice(b"\"}");
     assert_eq!(exact.len(), 1 << 20);
-    let (code, out) = run_entry_point(&cnibox::ipam::HostLocal, &vars, &exact).unwrap();
+    let (code, out) = run_entry_point(&cnibox::ipam::host_local::HostLocal, &vars, &exact).unwrap();
     assert_eq!(
         verdict(code, &out),
         "999",
         "a full-size config reaches the plugin (no ipam: 999)"
     );
-    let (code, out) = run_entry_point(&cnibox::ipam::HostLocal, &vars, &stdin).unwrap();
+    let (code, out) = run_entry_point(&cnibox::ipam::host_local::HostLocal, &vars, &stdin).unwrap();
     assert_eq!(verdict(code, &out), "5");
 }

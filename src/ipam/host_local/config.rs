@@ -179,6 +179,20 @@ fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
 }
 
 impl Config {
+    /// The store a config names (its directory and the network), read on its own: what DEL
+    /// releases from when [`Config::load`] refuses the rest.
+    pub fn store_of(conf: &Json) -> (PathBuf, String) {
+        let conf = json::as_object(conf, "Net").unwrap_or_default();
+        let name = opt_str(&conf, "name", "Net.name").ok().flatten().unwrap_or_default();
+        let data_dir = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
+            .ok()
+            .flatten()
+            .and_then(|ipam| opt_str(&ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
+            .filter(|d| !d.is_empty())
+            .unwrap_or(DEFAULT_DATA_DIR);
+        (PathBuf::from(data_dir), name.to_string())
+    }
+
     /// Load from the plugin config. `env_ip` is `CNI_ARGS`' `IP` value, if given.
     pub fn load(conf: &Json, env_ip: Option<&str>) -> Result<Config, ConfigError> {
         // the reference's `allocator.Net`

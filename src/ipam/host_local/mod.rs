@@ -6,12 +6,12 @@ pub mod config;
 pub mod index;
 pub mod range;
 pub mod range_set;
-pub mod resolv;
 pub mod store;
 
 use crate::cni::error::code;
 use crate::cni::result::{Dns, IpConfig};
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::ipam::resolv;
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;
@@ -105,18 +105,17 @@ impl Plugin for HostLocal {
         let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
-        Ok(CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![],
-            ips,
-            routes: conf.routes,
-            dns,
-        })
+        Ok(crate::ipam::result(req, ips, conf.routes, dns))
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        // releasing needs only the store: its directory and the network's name
+        let (data_dir, name) = crate::cni::config::del_config(
+            "host-local",
+            || load(req).map(|c| (c.data_dir, c.name)),
+            || config::Config::store_of(&req.config),
+        );
+        let mut store = Store::open(&data_dir, &name).map_err(Error::internal)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }
