@@ -37,43 +37,17 @@ use world::Side;
 macro_rules! per_applet {
     ($test:ident, $run:path) => {
         mod $test {
-            #[test]
-            fn bridge() {
-                $run(&super::samples::BRIDGE)
-            }
-            #[test]
-            fn veth() {
-                $run(&super::samples::VETH)
-            }
-            #[test]
-            fn macvlan() {
-                $run(&super::samples::MACVLAN)
-            }
-            #[test]
-            fn host_local() {
-                $run(&super::samples::HOST_LOCAL)
-            }
-            #[test]
-            fn loopback() {
-                $run(&super::samples::LOOPBACK)
-            }
-            #[test]
-            fn tuning() {
-                $run(&super::samples::TUNING)
-            }
-            #[test]
-            fn bandwidth() {
-                $run(&super::samples::BANDWIDTH)
-            }
-            #[test]
-            fn portmap() {
-                $run(&super::samples::PORTMAP)
-            }
-            #[test]
-            fn firewall() {
-                $run(&super::samples::FIREWALL)
-            }
+            per_applet!(@each $run; bridge BRIDGE, veth VETH, macvlan MACVLAN, host_local HOST_LOCAL,
+                        loopback LOOPBACK, tuning TUNING, bandwidth BANDWIDTH, portmap PORTMAP, firewall FIREWALL);
         }
+    };
+    (@each $run:path; $($name:ident $applet:ident),*) => {
+        $(
+            #[test]
+            fn $name() {
+                $run(&super::samples::$applet)
+            }
+        )*
     };
 }
 
