@@ -31,7 +31,7 @@ fn collect(applet: &'static Applet) -> Records {
     let mut records = Records::default();
     for (i, sample) in (applet.samples)().iter().enumerate() {
         let file = side.env.tmp.path().join(format!("keys-{i}.jsonl"));
-        side.collect(&format!("keysrec{i}"), &sample.config, &file);
+        side.run(&format!("keys-{i}"), &sample.config, &|_| {}, false, Some(&file));
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let mut read = BTreeSet::new();
         for line in text.lines() {

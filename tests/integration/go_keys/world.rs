@@ -12,9 +12,6 @@ use std::process::Command;
 use super::doc::Doc;
 use super::samples::Applet;
 
-/// The variable naming the file the registry of a test build appends to.
-pub const KEYS_ENV: &str = "CNIBOX_JSON_KEYS";
-
 /// A container for a case, with the earlier plugin's attachment when the applet is chained.
 struct Prepared {
     ns: Option<Netns>,
@@ -25,7 +22,8 @@ pub struct Side {
     pub applet: &'static Applet,
     pub reference: bool,
     pub env: TestEnv,
-    /// The container the code-only cases of a chained applet share (their DEL undoes them).
+    /// The container the code cases share (with the earlier plugin's attachment for a
+    /// chained applet), where the applet allows it.
     shared: RefCell<Option<Prepared>>,
 }
 
@@ -88,7 +86,7 @@ impl Side {
             .verb(verb, id, netns, self.applet.ifname)
             .stdin(doc.text());
         if let Some(file) = keys {
-            call = call.env(KEYS_ENV, file.to_str().unwrap());
+            call = call.env(cnibox::cni::json::keys::ENV, file.to_str().unwrap());
         }
         call.run()
     }
@@ -172,37 +170,18 @@ impl Side {
         let _ = std::fs::remove_dir_all(&self.env.data_dir);
     }
 
-    /// ADD, CHECK and DEL of the sample in a container of their own, each call appending
-    /// the keys it reads to `keys`.
-    pub fn collect(&self, id: &str, sample: &Value, keys: &Path) -> Vec<CallOutput> {
-        self.fresh_store();
-        let p = self.prepare();
-        let netns = Self::netns_of(&p);
-        let same = |_: &mut Doc| {};
-        let add = self.exec("ADD", id, &netns, &self.config(sample, &p, None, &same), Some(keys));
-        let result = add.ok().then(|| add.json());
-        let after = self.config(sample, &p, result.as_ref(), &same);
-        let mut outs = vec![];
-        if add.ok() {
-            outs.push(self.exec("CHECK", id, &netns, &after, Some(keys)));
-        }
-        outs.push(self.exec("DEL", id, &netns, &after, Some(keys)));
-        outs.insert(0, add);
-        self.release(p);
-        outs
-    }
-
     /// ADD, CHECK (with ADD's result) and DEL of the sample with `edit`: the outcome as the
     /// tests compare it, `{"add": {"result"|"code"}, "check", "del", "msgs"}` (`msgs`, the
     /// error messages, are for the reader and the documented differences, not compared), and
     /// with `state` the kernel and disk state after ADD and after DEL. A case gets a container
     /// of its own, or, a chained applet's code case where the applet allows it, the shared one.
     ///
-    /// After a refused ADD only its code counts: a runtime then runs DEL to clean up, which
-    /// issue 24 makes always succeed in cnibox where the reference's may fail, and the
-    /// reference may leave what it made (README: "A failed ADD leaves nothing behind"); a
-    /// DEL with the sample as written cleans up for the next case.
-    pub fn run(&self, id: &str, sample: &Value, edit: &dyn Fn(&mut Doc), state: bool) -> Value {
+    /// After a refused ADD there is no state to compare (the reference may leave what it made:
+    /// README, "A failed ADD leaves nothing behind") and DEL runs with the same config as a
+    /// runtime's cleanup does (`del_after_refused_add`); where that DEL fails, a DEL with the
+    /// sample as written cleans up for the next case. With `keys`, every call appends the
+    /// keys it reads there (the registry).
+    pub fn run(&self, id: &str, sample: &Value, edit: &dyn Fn(&mut Doc), state: bool, keys: Option<&Path>) -> Value {
         self.fresh_store();
         let shared = !state && self.applet.share_container;
         if shared && self.shared.borrow().is_none() {
@@ -213,28 +192,33 @@ impl Side {
         let p = own.as_ref().or(shared_guard.as_ref()).unwrap();
         let netns = Self::netns_of(p);
         let masks = Masks::new(sample, &netns);
-        let add = self.exec("ADD", id, &netns, &self.config(sample, p, None, edit), None);
+        let add = self.exec("ADD", id, &netns, &self.config(sample, p, None, edit), keys);
         let mut outcome = json!({"add": {"code": add.code}, "check": null, "del": null,
                                  "msgs": {"add": msg_of(&add)}});
-        let mut cleaned = false;
-        if add.ok() {
+        let cleaned = if add.ok() {
             let result = add.json();
             outcome["add"] = json!({"result": masks.apply(&result)});
             if state {
                 outcome["after_add"] = self.state(p.ns.as_ref(), &masks);
             }
             let after = self.config(sample, p, Some(&result), edit);
-            let check = self.exec("CHECK", id, &netns, &after, None);
-            let del = self.exec("DEL", id, &netns, &after, None);
+            let check = self.exec("CHECK", id, &netns, &after, keys);
+            let del = self.exec("DEL", id, &netns, &after, keys);
             outcome["check"] = json!(check.code);
             outcome["del"] = json!(del.code);
             outcome["msgs"]["check"] = json!(msg_of(&check));
             outcome["msgs"]["del"] = json!(msg_of(&del));
-            cleaned = del.ok();
-        }
+            del.ok()
+        } else {
+            // the DEL a runtime sends after a refused ADD, with the same config
+            let del = self.exec("DEL", id, &netns, &self.config(sample, p, None, edit), keys);
+            outcome["del_after_refused_add"] = json!(del.code);
+            outcome["msgs"]["del"] = json!(msg_of(&del));
+            del.ok()
+        };
         if !cleaned {
             let same = |_: &mut Doc| {};
-            self.exec("DEL", id, &netns, &self.config(sample, p, None, &same), None);
+            self.exec("DEL", id, &netns, &self.config(sample, p, None, &same), keys);
         }
         if state {
             outcome["after_del"] = self.state(p.ns.as_ref(), &masks);
