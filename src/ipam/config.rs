@@ -41,6 +41,9 @@ pub struct Config {
     pub resolv_conf: Option<String>,
     /// `CNI_ARGS IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; canonical, no duplicates.
     pub requested: Vec<IpAddr>,
+    /// `releaseAfterReboot` (cnibox's own key, default true): release an earlier boot's
+    /// reservations at the first call after a reboot.
+    pub release_after_reboot: bool,
 }
 
 impl From<crate::cni::Error> for ConfigError {
@@ -190,6 +193,8 @@ impl Config {
         let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?
             .filter(|s| !s.is_empty())
             .map(String::from);
+        let release_after_reboot =
+            json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot")?.unwrap_or(true);
 
         let mut requested: Vec<IpAddr> = vec![];
         let env_ip = match env_ip {
@@ -238,6 +243,7 @@ impl Config {
             data_dir,
             resolv_conf,
             requested,
+            release_after_reboot,
         })
     }
 }

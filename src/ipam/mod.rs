@@ -6,6 +6,7 @@ pub mod config;
 pub mod index;
 pub mod range;
 pub mod range_set;
+pub mod reboot;
 pub mod resolv;
 pub mod store;
 
@@ -15,6 +16,7 @@ use crate::cni::{CniResult, Error, Plugin, Request};
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;
+use reboot::Boot;
 use std::net::IpAddr;
 use store::Store;
 
@@ -25,6 +27,11 @@ fn load(req: &Request) -> Result<Config, Error> {
     let pairs = crate::cni::args::parse(&req.args, &["IP"])?;
     let env_ip = crate::cni::args::get(&pairs, "IP");
     Config::load(&req.config, env_ip).map_err(Error::internal)
+}
+
+/// The network's store, locked, with an earlier boot's reservations settled.
+fn open_store(conf: &Config) -> Result<Store, Error> {
+    Store::open_in_boot(&conf.data_dir, &conf.name, &Boot::current(conf.release_after_reboot)).map_err(Error::internal)
 }
 
 /// The store seen by the allocator for one owner.
@@ -102,7 +109,7 @@ impl Plugin for HostLocal {
             Some(path) => resolv::read(path).map_err(Error::internal)?,
             None => Dns::default(),
         };
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
         Ok(CniResult {
@@ -116,14 +123,14 @@ impl Plugin for HostLocal {
 
     fn del(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         let found = store.find(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)?;
         if !found {
@@ -157,7 +164,12 @@ impl Plugin for HostLocal {
                 crate::cni::error::go_errno_text(&e)
             )));
         }
-        let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        let mut peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        if !peek.settled(&Boot::current(conf.release_after_reboot)) {
+            // the first call after a reboot: an earlier boot's reservations do not count
+            open_store(&conf)?.finish().map_err(Error::internal)?;
+            peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        }
         for (idx, set) in conf.ranges.iter().enumerate() {
             if !set_has_free(&peek, set, idx) {
                 return Err(unavailable(format!(
@@ -192,7 +204,7 @@ impl Plugin for HostLocal {
                 }
             }
         }
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         store.gc(&valid).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }

@@ -2,6 +2,7 @@
 pub mod argv;
 pub mod atomic;
 pub mod base64;
+pub mod boot;
 pub mod flock;
 pub mod sha512;
 pub mod time;

@@ -80,6 +80,7 @@ mod netlink;
 mod netns;
 mod oci_hook;
 mod portmap;
+mod reboot;
 mod reliability;
 mod sysctl;
 mod tuning;
