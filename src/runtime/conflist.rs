@@ -180,6 +180,15 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
 }
 
 impl NetworkList {
+    /// Whether a plugin's IPAM section sets host-local's `releaseAfterReboot` to false: the
+    /// network keeps what an earlier boot made, as the reference does, and the runtime keeps
+    /// that boot's cached attachments as well.
+    pub fn keeps_earlier_boots(&self) -> bool {
+        self.plugins
+            .iter()
+            .any(|p| p.raw.get("ipam").and_then(|ipam| ipam.get("releaseAfterReboot")) == Some(&Value::Bool(false)))
+    }
+
     /// Parse a conflist (`NetworkConfFromBytes`).
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, ConfError> {
         let v: Value = serde_json::from_slice(bytes).map_err(parse_err)?;
