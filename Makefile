@@ -40,7 +40,7 @@ test-deps:
 # integration tests are one binary (tests/integration, one module per area); RELEASE_TESTS
 # picks the plugin and hook modules by path (libtest filters match substrings, so each
 # names its module from the crate root).
-RELEASE_TESTS := applets:: bridge::behaviour:: veth:: macvlan:: host_local:: oci_hook:: loopback:: tuning:: bandwidth:: chains:: docker:: portmap::behaviour:: firewall::behaviour:: firewall::iptables_nft::
+RELEASE_TESTS := applets:: bridge::behaviour:: veth:: macvlan:: host_local:: reboot:: oci_hook:: loopback:: tuning:: bandwidth:: chains:: docker:: portmap::behaviour:: firewall::behaviour:: firewall::iptables_nft::
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
 	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast --test integration -- --test-threads=4 $(RELEASE_TESTS)

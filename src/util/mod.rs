@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod base64;
 pub mod boot;
 pub mod flock;
+pub mod regex;
 pub mod sha512;
 pub mod time;
 

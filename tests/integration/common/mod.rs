@@ -584,31 +584,29 @@ impl Call {
     }
 }
 
-/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
-/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
-pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
-    let go_ok = Command::new("go")
+/// Whether Go is installed (else the reason is printed, naming the packages to install).
+fn go_installed() -> bool {
+    let ok = Command::new("go")
         .arg("version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    if !go_ok {
+    if !ok {
         eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
-        return None;
     }
-    let gopath = Path::new("/usr/share/gocode");
-    assert!(
-        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
-        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
-    );
-    let out = dir.join("libcni_tool");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
+    ok
+}
+
+/// `go build` of `tests/interop/<name>.go` into `dir`, with Debian's Go packages as GOPATH.
+fn go_build(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/interop/{name}.go"));
     let build = Command::new("go")
         .args(["build", "-o"])
         .arg(&out)
         .arg(&src)
         .env("GO111MODULE", "off")
-        .env("GOPATH", gopath)
+        .env("GOPATH", "/usr/share/gocode")
         .env("GOFLAGS", "")
         .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
         .output()
@@ -618,5 +616,24 @@ pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
         "go build failed: {}",
         String::from_utf8_lossy(&build.stderr)
     );
-    Some(out)
+    out
+}
+
+/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
+/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
+pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
+    if !go_installed() {
+        return None;
+    }
+    assert!(
+        Path::new("/usr/share/gocode/src/github.com/containernetworking/cni/libcni").is_dir(),
+        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
+    );
+    Some(go_build(dir, "libcni_tool"))
+}
+
+/// Go's regexp as the reference tuning plugin uses it, built from
+/// tests/interop/regexp_oracle.go, or None (with the reason printed) without Go.
+pub fn regexp_oracle(dir: &Path) -> Option<PathBuf> {
+    go_installed().then(|| go_build(dir, "regexp_oracle"))
 }
