@@ -34,6 +34,10 @@
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the keys every
 //!   config shares in `common_keys.rs`.
+//! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
+//!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
+//!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
+//!   runtime's other tests (`cnitool.rs`, `oci_hook.rs`).
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
 //!   runtimes' chains through libcni), `in_process_chains.rs` (cnibox's own applets of a
 //!   chain run in-process, answers compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real

@@ -1,8 +1,9 @@
 //! After a reboot: host-local releases what an earlier boot reserved at its first call in a
-//! network, and the runtime (cnitool, oci-hook) treats an attachment cached in an earlier
-//! boot as gone. A reboot is simulated by running the binary with another boot ID: a file
-//! bind-mounted over /proc/sys/kernel/random/boot_id in a private mount namespace of that
-//! one call (`Call::in_boot`).
+//! network (the runtime's side, attachments cached in an earlier boot, is tested with the
+//! runtime's other tests in `cnitool.rs` and `oci_hook.rs`). A reboot is simulated by running
+//! the binary with another boot ID: a file bind-mounted over
+//! /proc/sys/kernel/random/boot_id in a private mount namespace of that one call
+//! (`Call::in_boot`).
 use crate::common;
 
 use common::{boot_id_file, read_dir_map, PrivateMount, TestEnv, ALL_VERSIONS};
