@@ -363,32 +363,21 @@ fn the_reference_writes_into_the_same_store_before_and_after_the_reboot() {
     let conf = conf(&env, "1.0.0", NET, json!({"subnet": "10.1.2.0/24"}));
     let ours = |boot: usize| env.call("host-local").in_boot(&boots.files[boot]);
     let theirs = || env.reference("host-local").unwrap();
-    let ip_of = |v: Value| v["ips"][0]["address"].as_str().unwrap().to_string();
+    // the address an ADD of `id` got
+    let add = |call: common::Call, id: &str| {
+        let v = call.exec("ADD", id, c.path_str(), "eth0", &conf).success();
+        v["ips"][0]["address"].as_str().unwrap().to_string()
+    };
 
     // boot 0
-    assert_eq!(
-        ip_of(theirs().exec("ADD", "r1", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.2/24"
-    );
-    assert_eq!(
-        ip_of(ours(0).exec("ADD", "c1", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.3/24"
-    );
+    assert_eq!(add(theirs(), "r1"), "10.1.2.2/24");
+    assert_eq!(add(ours(0), "c1"), "10.1.2.3/24");
     // after cnibox's last call of this boot: nothing tells this one from an after-reboot one
-    assert_eq!(
-        ip_of(theirs().exec("ADD", "r2", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.4/24"
-    );
+    assert_eq!(add(theirs(), "r2"), "10.1.2.4/24");
 
     // boot 1: the reference runs first
-    assert_eq!(
-        ip_of(theirs().exec("ADD", "r3", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.5/24"
-    );
-    assert_eq!(
-        ip_of(ours(1).exec("ADD", "c2", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.6/24"
-    );
+    assert_eq!(add(theirs(), "r3"), "10.1.2.5/24");
+    assert_eq!(add(ours(1), "c2"), "10.1.2.6/24");
     let left = reservations(&env, NET);
     assert_eq!(
         left.into_iter().collect::<Vec<_>>(),
@@ -399,10 +388,7 @@ fn the_reference_writes_into_the_same_store_before_and_after_the_reboot() {
         ]
     );
     // the reference goes on in the exchanged directory: round robin, duplicate check, DEL
-    assert_eq!(
-        ip_of(theirs().exec("ADD", "r4", c.path_str(), "eth0", &conf).success()),
-        "10.1.2.7/24"
-    );
+    assert_eq!(add(theirs(), "r4"), "10.1.2.7/24");
     let msg = theirs().exec("ADD", "c2", c.path_str(), "eth0", &conf).failure(999);
     assert!(msg.contains("duplicate allocation is not allowed"), "{msg}");
     theirs().exec("CHECK", "c2", c.path_str(), "eth0", &conf).success();
