@@ -15,6 +15,8 @@ pub enum Kind {
     /// A tool that runs plugin chains (cnitool, the OCI hook): also gets the applet lookup,
     /// so the chain runs cnibox's own applets in-process.
     Runtime(fn(&[OsString], AppletLookup) -> i32),
+    /// Another name of the applet named here (`ptp` for `veth`): the same applet.
+    Alias(&'static str),
 }
 
 pub struct Applet {
@@ -23,8 +25,9 @@ pub struct Applet {
     pub kind: Kind,
 }
 
-/// Every applet cnibox answers to. This is the only list: `--list`, `install` and the
-/// in-process IPAM delegation all read it.
+/// Every applet cnibox answers to. This is the only list: `--list`, `install`, the
+/// in-process IPAM delegation and the tests (which applets have which tests, the Makefile's
+/// release pass) all read it.
 pub static APPLETS: &[Applet] = &[
     // rows are added here as the applets land
     Applet {
@@ -40,7 +43,7 @@ pub static APPLETS: &[Applet] = &[
     Applet {
         name: "ptp",
         summary: "alias of veth, for configs with \"type\": \"ptp\"",
-        kind: Kind::Plugin(&crate::plugins::veth::Veth),
+        kind: Kind::Alias("veth"),
     },
     Applet {
         name: "macvlan",
@@ -75,7 +78,7 @@ pub static APPLETS: &[Applet] = &[
     Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
-        kind: Kind::Plugin(&crate::ipam::HostLocal),
+        kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),
     },
     Applet {
         name: "cnitool",
@@ -97,8 +100,13 @@ pub static APPLETS: &[Applet] = &[
 /// The name the binary itself goes by.
 pub const SELF_NAME: &str = "cnibox";
 
+/// The applet called `name`; an alias is resolved to the applet it names.
 pub fn find(name: &str) -> Option<&'static Applet> {
-    APPLETS.iter().find(|a| a.name == name)
+    let applet = APPLETS.iter().find(|a| a.name == name)?;
+    match applet.kind {
+        Kind::Alias(target) => APPLETS.iter().find(|a| a.name == target),
+        _ => Some(applet),
+    }
 }
 
 /// The plugin behind an applet name, for in-process delegation. This is the
@@ -107,7 +115,7 @@ pub fn find(name: &str) -> Option<&'static Applet> {
 pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
     match find(name)?.kind {
         Kind::Plugin(p) => Some(p),
-        Kind::Tool(_) | Kind::Runtime(_) => None,
+        Kind::Tool(_) | Kind::Runtime(_) | Kind::Alias(_) => None,
     }
 }
 
@@ -116,6 +124,8 @@ fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
         Kind::Plugin(p) => crate::cni::plugin::run(p, plugin),
         Kind::Tool(f) => f(args),
         Kind::Runtime(f) => f(args, plugin),
+        // `find` resolves aliases
+        Kind::Alias(target) => unreachable!("alias of {target} not resolved"),
     };
     // Before `exit`: the process's own close of a netfilter socket would wait for the kernel.
     crate::netlink::nftables::close_shared();
@@ -264,4 +274,29 @@ pub fn install(dir: &Path, exe: &Path, force: bool) -> std::io::Result<Vec<Strin
         done.push(format!("{}: {what}", link.display()));
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_alias_names_an_applet_that_is_not_an_alias() {
+        for a in APPLETS {
+            if let Kind::Alias(target) = a.kind {
+                let named = APPLETS.iter().find(|b| b.name == target);
+                assert!(
+                    matches!(named, Some(b) if !matches!(b.kind, Kind::Alias(_))),
+                    "{} is an alias of {target}, which is no applet or another alias",
+                    a.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_alias_is_the_applet_it_names() {
+        assert_eq!(find("ptp").map(|a| a.name), Some("veth"));
+        assert!(plugin("ptp").is_some());
+    }
 }

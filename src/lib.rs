@@ -1,20 +1,19 @@
 //! cnibox: the core CNI plugins and a CNI runtime in one static binary.
 //!
-//! * [`cni`]: the protocol (environment, config, versions, results and conversion, errors,
-//!   the plugin entry point, delegation to IPAM plugins).
-//! * [`netlink`], [`netns`], [`sysctl`]: the kernel side, shared by every plugin.
-//! * [`ipam`]: the host-local IPAM plugin.
-//! * [`plugins`]: bridge, veth (ptp) and macvlan.
-//! * [`runtime`]: the runtime side (conflists, chains, result cache) behind `cnitool`.
-//! * [`hook`]: the OCI hook and runtime wrapper.
-//! * [`util`]: small self-contained helpers (SHA-512, base64, atomic file writes).
-//! * [`applets`]: the one table of applet names and the argv[0] dispatch.
+//! The map of the crate (its layers, which way they point, where a new applet's files go)
+//! is docs/architecture.md; each module's own documentation says what it holds. In short:
+//! [`applets`] is the table of applets at the top; [`plugins`] and [`ipam`] are the plugin
+//! applets, built from [`plugin_kit`] and [`firewall_rules`]; [`runtime`] and [`hook`] run
+//! plugins; [`cni`] is the protocol; [`netlink`], [`netns`] and [`sysctl`] are the kernel;
+//! [`util`] holds self-contained helpers.
 pub mod applets;
 pub mod cni;
+pub mod firewall_rules;
 pub mod hook;
 pub mod ipam;
 pub mod netlink;
 pub mod netns;
+pub mod plugin_kit;
 pub mod plugins;
 pub mod runtime;
 pub mod sysctl;

@@ -1,17 +1,53 @@
 //! Config pieces every plugin reads the same way: the `dns` override rule, `prevResult`,
 //! the `runtimeConfig` capabilities and `args.cni` conventions, and where a requested MAC
-//! comes from.
-use super::json;
+//! comes from. The config is read as the reference's `types.NetConf` (embedded in every
+//! plugin's struct), with Go's rules ([`json::Fields`]).
+use super::json::{self, Fields, Json};
 use super::result::Dns;
 use super::{args, CniResult, Error, Request};
-use serde_json::{Map, Value};
+
+/// The config's fields, as a plugin's Go struct `name` sees them (a config that is not an
+/// object fails as Go's decoder does).
+pub fn fields<'a>(config: &'a Json, name: &str) -> Result<Fields<'a>, Error> {
+    json::as_object(config, name)
+}
+
+/// Go's type of the `runtimeConfig` struct of the plugins whose only capability there is
+/// `mac` (bridge, macvlan, tuning), as its decode errors name it.
+pub const RUNTIME_CONFIG_MAC: &str = r#"struct { Mac string "json:\"mac,omitempty\"" }"#;
+
+/// Decodes the members of the reference's `types.NetConf`. Every reference plugin embeds it
+/// in its own config struct (`struct_name`) and so decodes all of it: a member of the wrong
+/// type fails the plugin, even one the plugin never uses (`"dns": 5` fails tuning). The
+/// plugin adds its context.
+pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
+    let obj = fields(config, struct_name)?;
+    let path = |key: &str| format!("{struct_name}.{key}");
+    for key in ["cniVersion", "name", "type"] {
+        json::opt_str(&obj, key, &path(key))?;
+    }
+    if let Some(caps) = json::opt_map(&obj, "capabilities", &path("capabilities"), "map[string]bool")? {
+        for v in caps.values().filter(|v| !v.is_null()) {
+            v.as_bool()
+                .ok_or_else(|| json::type_error(v, &path("capabilities"), "bool"))?;
+        }
+    }
+    if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
+        json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+    }
+    if let Some(dns) = json::opt_object(&obj, "dns", &path("dns"), "types.DNS")? {
+        Dns::from_fields(&dns, "DNS.dns")?;
+    }
+    json::opt_map(&obj, "prevResult", &path("prevResult"), "map[string]interface {}")?;
+    Ok(())
+}
 
 /// The plugin config's own `dns` (absent: every field `None`). Lists keep absent (`None`)
 /// apart from empty (`Some([])`), which [`dns_override`] depends on.
-pub fn dns(config: &Value) -> Result<Dns, Error> {
-    match config.get("dns") {
-        None | Some(Value::Null) => Ok(Dns::default()),
-        Some(v) => Dns::from_json(v, "NetConf.dns"),
+pub fn dns(config: &Json) -> Result<Dns, Error> {
+    match json::opt_object(&fields(config, "NetConf")?, "dns", "NetConf.dns", "types.DNS")? {
+        None => Ok(Dns::default()),
+        Some(dns) => Dns::from_fields(&dns, "NetConf.dns"),
     }
 }
 
@@ -34,28 +70,39 @@ pub fn dns_override(ipam_dns: &Dns, conf_dns: &Dns) -> Dns {
     }
 }
 
-/// `prevResult`, parsed with the config's version (`None` when absent or `null`).
+/// `prevResult` (a `map[string]interface{}` in `types.NetConf`), parsed as the reference's
+/// `version.ParsePrevResult` does (`None` when absent or `null`).
 pub fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
     let context = "could not parse prevResult";
-    match req.config.get("prevResult") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => CniResult::from_prev_result(v, &req.cni_version)
+    let conf = fields(&req.config, "NetConf").map_err(|e| e.context(context))?;
+    match json::opt_map(&conf, "prevResult", "NetConf.prevResult", "map[string]interface {}")
+        .map_err(|e| e.context(context))?
+    {
+        None => Ok(None),
+        Some(raw) => CniResult::from_prev_result(&Json::Object(json::Object::from_map(&raw)), &req.cni_version)
             .map(Some)
             .map_err(|e| e.context(context)),
-        Some(other) => Err(json::type_error(other, "NetConf.prevResult", "map[string]interface {}").context(context)),
     }
+}
+
+/// `prevResult` read in the version it declares itself (`None` when absent, `null` or
+/// unreadable): for a DEL whose runtime changed versions since ADD.
+pub fn prev_result_in_its_own_version(req: &Request) -> Option<CniResult> {
+    let conf = fields(&req.config, "NetConf").ok()?;
+    let raw = json::opt_map(&conf, "prevResult", "NetConf.prevResult", "map[string]interface {}").ok()??;
+    CniResult::from_json(&Json::Object(json::Object::from_map(&raw))).ok()
 }
 
 /// The `ipam.type` of a plugin config; `None` when there is no IPAM section or no type
 /// (macvlan's L2 mode uses `"ipam": {}`).
-pub fn ipam_type(config: &Value) -> Result<Option<String>, Error> {
-    let Some(obj) = config.as_object() else {
+pub fn ipam_type(config: &Json) -> Result<Option<String>, Error> {
+    let Json::Object(_) = config else {
         return Ok(None);
     };
-    let Some(ipam) = json::opt_object(obj, "ipam", "NetConf.ipam")? else {
+    let Some(ipam) = json::opt_object(&fields(config, "NetConf")?, "ipam", "NetConf.ipam", "types.IPAM")? else {
         return Ok(None);
     };
-    Ok(json::opt_str(ipam, "type", "NetConf.ipam.type")?
+    Ok(json::opt_str(&ipam, "type", "NetConf.ipam.type")?
         .filter(|t| !t.is_empty())
         .map(str::to_string))
 }
@@ -73,60 +120,45 @@ pub fn link_mtu(mtu: Option<i64>) -> Result<Option<u32>, Error> {
     }
 }
 
-/// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared.
-pub fn runtime_config(config: &Value) -> Result<Option<&Map<String, Value>>, Error> {
-    match config.as_object() {
-        Some(obj) => json::opt_object(obj, "runtimeConfig", "NetConf.runtimeConfig"),
-        None => Ok(None),
-    }
-}
-
-/// `runtimeConfig.ips` (the `ips` capability): `ip[/prefix]` strings, unparsed.
-pub fn runtime_ips(config: &Value) -> Result<Vec<String>, Error> {
-    match runtime_config(config)? {
-        Some(rc) => Ok(json::opt_str_list(rc, "ips", "runtimeConfig.ips")?.unwrap_or_default()),
-        None => Ok(Vec::new()),
+/// `runtimeConfig` as injected by the runtime for the capabilities the plugin declared (a
+/// struct of Go type `go_type` in the plugin's config struct `struct_name`).
+pub fn runtime_config<'a>(config: &'a Json, struct_name: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
+    match config {
+        Json::Object(_) => json::opt_object(
+            &fields(config, struct_name)?,
+            "runtimeConfig",
+            &format!("{struct_name}.runtimeConfig"),
+            go_type,
+        ),
+        _ => Ok(None),
     }
 }
 
 /// `runtimeConfig.mac` (the `mac` capability); empty counts as absent.
-pub fn runtime_mac(config: &Value) -> Result<Option<String>, Error> {
-    match runtime_config(config)? {
-        Some(rc) => non_empty(json::opt_str(rc, "mac", "runtimeConfig.mac")?),
+pub fn runtime_mac(config: &Json) -> Result<Option<String>, Error> {
+    match runtime_config(config, "NetConf", RUNTIME_CONFIG_MAC)? {
+        Some(rc) => non_empty(json::opt_str(&rc, "mac", "runtimeConfig.mac")?),
         None => Ok(None),
     }
 }
 
-/// `runtimeConfig.ipRanges` (the `ipRanges` capability), raw: host-local parses range sets.
-pub fn runtime_ip_ranges(config: &Value) -> Result<Option<&Value>, Error> {
-    Ok(runtime_config(config)?
-        .and_then(|rc| rc.get("ipRanges"))
-        .filter(|v| !v.is_null()))
-}
-
-/// `args.cni` (the CONVENTIONS.md namespace for config-borne arguments).
-fn args_cni(config: &Value) -> Result<Option<&Map<String, Value>>, Error> {
-    let Some(obj) = config.as_object() else {
+/// `args.cni` (the CONVENTIONS.md namespace for config-borne arguments), as the bridge
+/// plugin declares it (value structs).
+fn args_cni(config: &Json) -> Result<Option<Fields<'_>>, Error> {
+    let Json::Object(_) = config else {
         return Ok(None);
     };
-    match json::opt_object(obj, "args", "NetConf.args")? {
-        Some(args) => json::opt_object(args, "cni", "NetConf.args.cni"),
+    let args_type = r#"struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" }"#;
+    match json::opt_object(&fields(config, "NetConf")?, "args", "NetConf.args", args_type)? {
+        Some(args) => json::opt_object(&args, "cni", "NetConf.args.cni", "main.BridgeArgs"),
         None => Ok(None),
-    }
-}
-
-/// `args.cni.ips`: `ip[/prefix]` strings, unparsed.
-pub fn args_cni_ips(config: &Value) -> Result<Vec<String>, Error> {
-    match args_cni(config)? {
-        Some(a) => Ok(json::opt_str_list(a, "ips", "args.cni.ips")?.unwrap_or_default()),
-        None => Ok(Vec::new()),
     }
 }
 
 /// `args.cni.mac`; empty counts as absent.
-pub fn args_cni_mac(config: &Value) -> Result<Option<String>, Error> {
+pub fn args_cni_mac(config: &Json) -> Result<Option<String>, Error> {
     match args_cni(config)? {
-        Some(a) => non_empty(json::opt_str(a, "mac", "args.cni.mac")?),
+        Some(a) => non_empty(json::opt_str(&a, "mac", "args.cni.mac")?),
         None => Ok(None),
     }
 }
@@ -139,43 +171,53 @@ pub fn cni_args_mac(req: &Request) -> Result<Option<String>, Error> {
 }
 
 /// The MAC the bridge plugin gives the container interface:
-/// `CNI_ARGS` `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins).
+/// `CNI_ARGS` `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins). The config's
+/// members fail in the bridge's `loadNetConf` context, `CNI_ARGS` in none, as there.
 pub fn bridge_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+    let decode = |e: Error| e.context("failed to load netconf");
+    let from_args = args_cni_mac(&req.config).map_err(decode)?;
+    let from_runtime = runtime_mac(&req.config).map_err(decode)?;
     let from_env = cni_args_mac(req)?;
-    let from_args = args_cni_mac(&req.config)?;
-    let from_runtime = runtime_mac(&req.config)?;
     Ok(from_runtime.or(from_args).or(from_env))
 }
 
 /// The MAC the macvlan plugin gives its link:
 /// config `mac` < `CNI_ARGS` `MAC` < `runtimeConfig.mac` (later wins).
 pub fn macvlan_requested_mac(req: &Request) -> Result<Option<String>, Error> {
-    let from_config = match req.config.as_object() {
-        Some(obj) => non_empty(json::opt_str(obj, "mac", "NetConf.mac")?)?,
-        None => None,
+    let decode = |e: Error| e.context("failed to load netconf");
+    let from_config = match &req.config {
+        Json::Object(_) => {
+            non_empty(json::opt_str(&fields(&req.config, "NetConf")?, "mac", "NetConf.mac").map_err(decode)?)?
+        }
+        _ => None,
     };
+    let from_runtime = runtime_mac(&req.config).map_err(decode)?;
     let from_env = cni_args_mac(req)?;
-    let from_runtime = runtime_mac(&req.config)?;
     Ok(from_runtime.or(from_env).or(from_config))
 }
 
 /// `cni.dev/valid-attachments` of a GC request as (container ID, ifname) pairs; `None`
 /// when the key is absent (nothing can be judged stale then).
-pub fn valid_attachments(config: &Value) -> Result<Option<Vec<(String, String)>>, Error> {
-    let Some(list) = config.get("cni.dev/valid-attachments").filter(|v| !v.is_null()) else {
+pub fn valid_attachments(config: &Json) -> Result<Option<Vec<(String, String)>>, Error> {
+    let bad = |what: String| Error::new(super::error::code::DECODING_FAILURE, what);
+    let conf = fields(config, "NetConf")?;
+    let Some(items) = json::nullable_field(&conf, "cni.dev/valid-attachments", "[]types.GCAttachment", |v| {
+        v.as_array()
+            .ok_or_else(|| bad("cni.dev/valid-attachments must be a list".into()))
+    })?
+    else {
         return Ok(None);
     };
-    let bad = |what: String| Error::new(super::error::code::DECODING_FAILURE, what);
-    let items = list
-        .as_array()
-        .ok_or_else(|| bad("cni.dev/valid-attachments must be a list".into()))?;
     items
         .iter()
         .map(|a| {
-            match (
-                a.get("containerID").and_then(Value::as_str),
-                a.get("ifname").and_then(Value::as_str),
-            ) {
+            let entry = json::as_object(a, "GCAttachment").ok();
+            let get = |key: &str| {
+                entry
+                    .as_ref()
+                    .and_then(|e| json::opt_str(e, key, &format!("GCAttachment.{key}")).ok().flatten())
+            };
+            match (get("containerID"), get("ifname")) {
                 (Some(id), Some(ifname)) => Ok((id.to_string(), ifname.to_string())),
                 _ => Err(bad(format!(
                     "cni.dev/valid-attachments: entry {a} needs string containerID and ifname"
@@ -186,6 +228,26 @@ pub fn valid_attachments(config: &Value) -> Result<Option<Vec<(String, String)>>
         .map(Some)
 }
 
+/// The config a DEL works with. DEL must undo what ADD made even when the config holds a
+/// value ADD refuses (a bad port, an unknown protocol, a rate of the wrong type): a runtime
+/// retries a failed DEL until it succeeds (containerd's and kubelet's "failed to destroy
+/// network for sandbox"), and the reference fails such a DEL every time. So a config `load`
+/// refuses is read again with decoding that skips what does not decode
+/// ([`json::leniently`]); when the plugin's own checks still refuse it, `fallback` reads just
+/// what DEL needs, leniently too. The refusal goes to stderr.
+pub fn del_config<T>(plugin: &str, load: impl Fn() -> Result<T, Error>, fallback: impl FnOnce() -> T) -> T {
+    match load() {
+        Ok(conf) => conf,
+        Err(refused) => {
+            eprintln!(
+                "cnibox {plugin}: DEL: the config would fail ADD ({}); undoing the attachment anyway",
+                refused.msg
+            );
+            json::leniently(|| load().unwrap_or_else(|_| fallback()))
+        }
+    }
+}
+
 fn non_empty(s: Option<&str>) -> Result<Option<String>, Error> {
     Ok(s.filter(|s| !s.is_empty()).map(str::to_string))
 }
@@ -194,7 +256,7 @@ fn non_empty(s: Option<&str>) -> Result<Option<String>, Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn req(config: Value, cni_args: &str) -> Request {
         let cni_version = config
@@ -212,9 +274,15 @@ mod tests {
             stdin: config.to_string().into_bytes(),
             name: "n".into(),
             cni_version,
-            config,
+            config: config.into(),
             applets: None,
         }
+    }
+
+    macro_rules! doc {
+        ($($t:tt)+) => {
+            Json::from(json!($($t)+))
+        };
     }
 
     fn ipam_dns() -> Dns {
@@ -228,15 +296,15 @@ mod tests {
 
     #[test]
     fn dns_absent_keeps_ipam() {
-        let d = dns(&json!({"name": "n"})).unwrap();
+        let d = dns(&doc!({"name": "n"})).unwrap();
         assert!(!dns_is_set(&d));
         assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
         // an empty object or an empty domain says nothing either
-        let d = dns(&json!({"dns": {}})).unwrap();
+        let d = dns(&doc!({"dns": {}})).unwrap();
         assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
-        let d = dns(&json!({"dns": {"domain": ""}})).unwrap();
+        let d = dns(&doc!({"dns": {"domain": ""}})).unwrap();
         assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
-        let d = dns(&json!({"dns": {"nameservers": null}})).unwrap();
+        let d = dns(&doc!({"dns": {"nameservers": null}})).unwrap();
         assert_eq!(dns_override(&ipam_dns(), &d), ipam_dns());
     }
 
@@ -248,7 +316,7 @@ mod tests {
             json!({"search": ["conf.example"]}),
             json!({"options": ["rotate"]}),
         ] {
-            let d = dns(&json!({ "dns": conf })).unwrap();
+            let d = dns(&doc!({ "dns": conf })).unwrap();
             assert!(dns_is_set(&d), "{conf}");
             let out = dns_override(&ipam_dns(), &d);
             assert_eq!(out, d, "{conf}");
@@ -258,7 +326,7 @@ mod tests {
     #[test]
     fn empty_lists_override_with_nothing() {
         for key in ["nameservers", "search", "options"] {
-            let d = dns(&json!({"dns": { key: [] }})).unwrap();
+            let d = dns(&doc!({"dns": { key: [] }})).unwrap();
             let out = dns_override(&ipam_dns(), &d);
             assert!(out.is_empty(), "{key}");
         }
@@ -266,12 +334,12 @@ mod tests {
 
     #[test]
     fn dns_type_errors() {
-        let e = dns(&json!({"dns": {"search": "x"}})).unwrap_err();
+        let e = dns(&doc!({"dns": {"search": "x"}})).unwrap_err();
         assert_eq!(
             e.msg,
             "json: cannot unmarshal string into Go struct field NetConf.dns.search of type []string"
         );
-        assert!(dns(&json!({"dns": []})).is_err());
+        assert!(dns(&doc!({"dns": []})).is_err());
     }
 
     #[test]
@@ -335,51 +403,69 @@ mod tests {
     #[test]
     fn ipam_type_reader() {
         assert_eq!(
-            ipam_type(&json!({"ipam": {"type": "host-local"}})).unwrap().as_deref(),
+            ipam_type(&doc!({"ipam": {"type": "host-local"}})).unwrap().as_deref(),
             Some("host-local")
         );
-        assert_eq!(ipam_type(&json!({"ipam": {}})).unwrap(), None);
-        assert_eq!(ipam_type(&json!({"ipam": {"type": ""}})).unwrap(), None);
-        assert_eq!(ipam_type(&json!({})).unwrap(), None);
-        assert!(ipam_type(&json!({"ipam": {"type": 1}})).is_err());
-        assert!(ipam_type(&json!({"ipam": "host-local"})).is_err());
+        assert_eq!(ipam_type(&doc!({"ipam": {}})).unwrap(), None);
+        assert_eq!(ipam_type(&doc!({"ipam": {"type": ""}})).unwrap(), None);
+        assert_eq!(ipam_type(&doc!({})).unwrap(), None);
+        assert!(ipam_type(&doc!({"ipam": {"type": 1}})).is_err());
+        assert!(ipam_type(&doc!({"ipam": "host-local"})).is_err());
     }
 
     #[test]
     fn runtime_config_readers() {
-        let c = json!({"runtimeConfig": {
-            "ips": ["10.1.2.9/24", "2001:db8::9"],
-            "mac": "c2:11:22:33:44:55",
-            "ipRanges": [[{"subnet": "10.9.0.0/16"}]],
-            "portMappings": [1]
-        }});
-        assert_eq!(runtime_ips(&c).unwrap(), vec!["10.1.2.9/24", "2001:db8::9"]);
+        let c = doc!({"runtimeConfig": {"mac": "c2:11:22:33:44:55", "portMappings": [1]}});
         assert_eq!(runtime_mac(&c).unwrap().as_deref(), Some("c2:11:22:33:44:55"));
-        assert_eq!(
-            runtime_ip_ranges(&c).unwrap(),
-            Some(&json!([[{"subnet": "10.9.0.0/16"}]]))
-        );
-        let empty = json!({"name": "n"});
-        assert!(runtime_ips(&empty).unwrap().is_empty());
-        assert_eq!(runtime_mac(&empty).unwrap(), None);
-        assert_eq!(runtime_ip_ranges(&empty).unwrap(), None);
-        assert_eq!(runtime_mac(&json!({"runtimeConfig": {"mac": ""}})).unwrap(), None);
-        let e = runtime_ips(&json!({"runtimeConfig": {"ips": "10.1.2.9"}})).unwrap_err();
+        // go-cni's spelling, as containerd sends it
+        let c = doc!({"RuntimeConfig": {"Mac": "c2:11:22:33:44:56"}});
+        assert_eq!(runtime_mac(&c).unwrap().as_deref(), Some("c2:11:22:33:44:56"));
+        assert_eq!(runtime_mac(&doc!({"name": "n"})).unwrap(), None);
+        assert_eq!(runtime_mac(&doc!({"runtimeConfig": {"mac": ""}})).unwrap(), None);
+        let e = runtime_mac(&doc!({"runtimeConfig": {"mac": 5}})).unwrap_err();
         assert_eq!(
             e.msg,
-            "json: cannot unmarshal string into Go struct field runtimeConfig.ips of type []string"
+            "json: cannot unmarshal number into Go struct field runtimeConfig.mac of type string"
         );
-        assert!(runtime_config(&json!({"runtimeConfig": 5})).is_err());
+        let e = runtime_config(&doc!({"runtimeConfig": 5}), "NetConf", RUNTIME_CONFIG_MAC).unwrap_err();
+        assert_eq!(
+            e.msg,
+            r#"json: cannot unmarshal number into Go struct field NetConf.runtimeConfig of type struct { Mac string "json:\"mac,omitempty\"" }"#
+        );
     }
 
     #[test]
     fn args_cni_readers() {
-        let c = json!({"args": {"cni": {"ips": ["10.1.2.88"], "mac": "aa:bb:cc:dd:ee:01"}, "other": 1}});
-        assert_eq!(args_cni_ips(&c).unwrap(), vec!["10.1.2.88"]);
+        let c = doc!({"args": {"cni": {"ips": ["10.1.2.88"], "mac": "aa:bb:cc:dd:ee:01"}, "other": 1}});
         assert_eq!(args_cni_mac(&c).unwrap().as_deref(), Some("aa:bb:cc:dd:ee:01"));
-        assert!(args_cni_ips(&json!({"args": {}})).unwrap().is_empty());
-        assert_eq!(args_cni_mac(&json!({})).unwrap(), None);
-        assert!(args_cni_ips(&json!({"args": {"cni": {"ips": [1]}}})).is_err());
+        assert_eq!(
+            args_cni_mac(&doc!({"Args": {"CNI": {"MAC": "aa:bb:cc:dd:ee:02"}}}))
+                .unwrap()
+                .as_deref(),
+            Some("aa:bb:cc:dd:ee:02")
+        );
+        assert_eq!(args_cni_mac(&doc!({})).unwrap(), None);
+        assert!(args_cni_mac(&doc!({"args": {"cni": {"mac": 1}}})).is_err());
+    }
+
+    #[test]
+    fn every_plugin_decodes_the_whole_net_conf() {
+        // the reference's texts (1.1.1 built with Go 1.19 names the innermost struct)
+        for (config, msg) in [
+            (doc!({"ipam": 5}), "json: cannot unmarshal number into Go struct field TuningConf.ipam of type types.IPAM"),
+            (doc!({"dns": 5}), "json: cannot unmarshal number into Go struct field TuningConf.dns of type types.DNS"),
+            (doc!({"IPAM": {"Type": 5}}), "json: cannot unmarshal number into Go struct field IPAM.ipam.type of type string"),
+            (doc!({"dns": {"nameservers": "x"}}), "json: cannot unmarshal string into Go struct field DNS.dns.nameservers of type []string"),
+            (doc!({"capabilities": {"a": "x"}}), "json: cannot unmarshal string into Go struct field TuningConf.capabilities of type bool"),
+            (doc!({"prevResult": 5}), "json: cannot unmarshal number into Go struct field TuningConf.prevResult of type map[string]interface {}"),
+        ] {
+            assert_eq!(check_net_conf(&config, "TuningConf").unwrap_err().msg, msg, "{config}");
+        }
+        assert!(check_net_conf(
+            &doc!({"ipam": {"type": "host-local", "subnet": 5}, "capabilities": {"a": null}}),
+            "X"
+        )
+        .is_ok());
     }
 
     #[test]
@@ -414,18 +500,18 @@ mod tests {
 
     #[test]
     fn valid_attachments_reader() {
-        assert_eq!(valid_attachments(&json!({})).unwrap(), None);
+        assert_eq!(valid_attachments(&doc!({})).unwrap(), None);
         assert_eq!(
-            valid_attachments(&json!({"cni.dev/valid-attachments": []})).unwrap(),
+            valid_attachments(&doc!({"cni.dev/valid-attachments": []})).unwrap(),
             Some(vec![])
         );
         assert_eq!(
-            valid_attachments(&json!({"cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}]})).unwrap(),
+            valid_attachments(&doc!({"cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}]})).unwrap(),
             Some(vec![("a".to_string(), "eth0".to_string())])
         );
-        let e = valid_attachments(&json!({"cni.dev/valid-attachments": [{"containerID": "a"}]})).unwrap_err();
+        let e = valid_attachments(&doc!({"cni.dev/valid-attachments": [{"containerID": "a"}]})).unwrap_err();
         assert_eq!(e.code, 6);
-        assert!(valid_attachments(&json!({"cni.dev/valid-attachments": "x"})).is_err());
+        assert!(valid_attachments(&doc!({"cni.dev/valid-attachments": "x"})).is_err());
     }
 
     #[test]
@@ -451,6 +537,23 @@ mod tests {
         assert_eq!(e.msg, r#"ARGS: unknown args ["K8S_POD_NAME=p"]"#);
         let e = macvlan_requested_mac(&req(json!({}), "MAC")).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: invalid pair "MAC""#);
+    }
+
+    #[test]
+    fn del_config_reads_what_add_refuses() {
+        let doc = Json::from(json!({"mtu": "x", "port": 0}));
+        let load = || -> Result<(Option<i64>, i64), Error> {
+            let o = json::as_object(&doc, "C")?;
+            let port = json::opt_int(&o, "port", "C.port")?.unwrap_or(0);
+            if port == 0 {
+                return Err(Error::internal("Invalid container port number: 0"));
+            }
+            Ok((json::opt_int(&o, "mtu", "C.mtu")?, port))
+        };
+        assert!(load().is_err());
+        assert_eq!(del_config("test", load, || (None, -1)), (None, -1));
+        let mtu_only = || json::opt_int(&json::as_object(&doc, "C")?, "mtu", "C.mtu");
+        assert_eq!(del_config("test", mtu_only, || Some(7)), None, "lenient decoding");
     }
 
     #[test]

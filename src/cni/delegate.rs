@@ -85,7 +85,7 @@ pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<Cn
     if command != Command::Add {
         return Ok(None);
     }
-    let value: serde_json::Value = serde_json::from_slice(&stdout).map_err(|e| {
+    let value = super::json::parse(&stdout).map_err(|e| {
         Error::internal(format!(
             "failed to unmarshal raw result: {e} result {}",
             String::from_utf8_lossy(&stdout)
@@ -97,11 +97,13 @@ pub fn run(ipam_type: &str, req: &Request, command: Command) -> Result<Option<Cn
 fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Option<CniResult>, Error> {
     let mut sub = req.clone();
     sub.command = command;
+    // the copy is the delegate's own document, as an exec'd delegate parses its own
+    super::json::register("config", &sub.config);
     match command {
         Command::Add => {
             let result = plugin.add(&sub)?;
             // what an exec'd delegate would print, read back as the caller would read it
-            let printed = result.to_json(&req.cni_version)?;
+            let printed = super::json::Json::from(result.to_json(&req.cni_version)?);
             CniResult::from_plugin_output(&printed, &req.cni_version).map(Some)
         }
         Command::Del => plugin.del(&sub).map(|_| None),
@@ -146,7 +148,7 @@ mod tests {
     }
     use crate::cni::result::IpConfig;
     use crate::cni::AppletLookup;
-    use serde_json::{json, Value};
+    use serde_json::json;
     use std::os::unix::fs::PermissionsExt;
     use std::sync::Mutex;
 
@@ -169,7 +171,7 @@ mod tests {
             stdin: config.to_string().into_bytes(),
             name: "net1".into(),
             cni_version: version.into(),
-            config,
+            config: config.into(),
             applets: None,
         }
     }
@@ -385,7 +387,10 @@ mod tests {
         );
         let mut r = req(dir.path(), Command::Add, "1.0.0");
         let mut config = r.config.clone();
-        config["pad"] = Value::String("x".repeat(900_000));
+        config
+            .as_object_mut()
+            .unwrap()
+            .insert("pad", crate::cni::json::Json::from("x".repeat(900_000)));
         r.stdin = config.to_string().into_bytes();
         let result = add_with("fake", &r, no_applets).unwrap();
         assert_eq!(result.cni_version, "1.0.0");

@@ -10,6 +10,7 @@
 //! be started is `netplugin failed with no error message: fork/exec PATH: <errno>`; a
 //! signal is worded as Go words it (its own table, not the C library's).
 use super::error::{code, go_errno_text};
+use super::json::{self, Json, Object};
 use super::version::{go_list, go_quote};
 use super::{AppletLookup, CniResult, Error, Plugin};
 use serde_json::Value;
@@ -232,33 +233,34 @@ pub fn plugin_error(status: &str, stdout: &[u8], stderr: &[u8]) -> Error {
 /// `{"code","msg","details"}` as Go decodes it into `types.Error`: other keys
 /// (`cniVersion`) are ignored, missing ones are zero, a wrong type is an error.
 fn parse_error_object(stdout: &[u8]) -> Result<Error, String> {
-    let v: Value = serde_json::from_slice(stdout).map_err(|e| e.to_string())?;
+    let v = json::parse(stdout).map_err(|e| e.to_string())?;
     let obj = match &v {
-        Value::Object(m) => m.clone(),
-        Value::Null => serde_json::Map::new(),
+        Json::Object(_) | Json::Null => json::as_object(&v, "types.Error").map_err(|e| e.msg)?,
         other => {
             return Err(format!(
                 "json: cannot unmarshal {} into Go value of type types.Error",
-                super::json::kind(other)
+                json::kind(other)
             ))
         }
     };
-    let code = match obj.get("code") {
-        None | Some(Value::Null) => 0,
-        Some(c) => c
-            .as_u64()
-            .and_then(|c| u32::try_from(c).ok())
-            .ok_or_else(|| format!("json: cannot unmarshal {c} into Go struct field Error.code of type uint"))?,
-    };
-    let text = |key: &str| -> Result<String, String> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!(
-                "json: cannot unmarshal {} into Go struct field Error.{key} of type string",
-                super::json::kind(other)
-            )),
+    let code = json::value_field(&obj, "code", "uint", |c| {
+        match c {
+            Json::Number(n) => n.as_u64().and_then(|c| u32::try_from(c).ok()),
+            _ => None,
         }
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "json: cannot unmarshal {c} into Go struct field Error.code of type uint"
+            ))
+        })
+    })
+    .map_err(|e| e.msg)?
+    .unwrap_or(0);
+    let text = |key: &str| -> Result<String, String> {
+        Ok(json::opt_str(&obj, key, &format!("Error.{key}"))
+            .map_err(|e| e.msg)?
+            .unwrap_or_default()
+            .to_string())
     };
     Ok(Error::new(code, text("msg")?).with_details(text("details")?))
 }
@@ -341,28 +343,27 @@ fn stdin_file(data: &[u8]) -> std::io::Result<std::fs::File> {
 /// `cniVersion` is taken to be the config's (cni#895); the result must parse in its version.
 /// Returned as the plugin wrote it (with the version filled in), so nothing it said is lost.
 pub fn parse_result(stdout: &[u8], config_version: &str) -> Result<Value, ExecError> {
-    let v: Value = serde_json::from_slice(stdout)
-        .map_err(|e| ExecError::BadResult(format!("failed to unmarshal raw result: {e}")))?;
+    let v = json::parse(stdout).map_err(|e| ExecError::BadResult(format!("failed to unmarshal raw result: {e}")))?;
     let mut obj = match v {
-        Value::Object(o) => o,
-        Value::Null => serde_json::Map::new(),
+        Json::Object(o) => o,
+        Json::Null => Object::new(),
         other => {
             return Err(ExecError::BadResult(format!(
                 "failed to unmarshal raw result: not an object: {other}"
             )))
         }
     };
-    let version = match obj.get("cniVersion") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+    let version = match obj.map_get("cniVersion") {
+        Some(Json::String(s)) if !s.is_empty() => s.clone(),
         _ => {
-            obj.insert("cniVersion".into(), Value::String(config_version.to_string()));
+            obj.insert("cniVersion", Json::from(config_version));
             config_version.to_string()
         }
     };
-    let fixed = Value::Object(obj);
+    let fixed = Json::Object(obj);
     // Validated as libcni does (its result types reject unknown versions and bad shapes).
     CniResult::from_plugin_output(&fixed, &version).map_err(|e| ExecError::BadResult(e.to_string()))?;
-    Ok(fixed)
+    Ok(fixed.to_value())
 }
 
 #[cfg(test)]

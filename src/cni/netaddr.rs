@@ -23,7 +23,7 @@ pub fn parse_ip_text(s: &str) -> Result<Option<IpAddr>, Error> {
 }
 
 /// A `net.IP` member (`gateway`, `gw`, `rangeStart`, …): absent, `null` and `""` are unset.
-pub fn opt_ip<F: Fields + ?Sized>(obj: &F, key: &str, path: &str) -> Result<Option<IpAddr>, Error> {
+pub fn opt_ip(obj: &Fields, key: &str, path: &str) -> Result<Option<IpAddr>, Error> {
     parse_ip_text(json::opt_str(obj, key, path)?.unwrap_or(""))
 }
 
@@ -78,7 +78,8 @@ mod tests {
         );
         assert_eq!(parse_ip_text("bogus").unwrap_err().msg, "invalid IP address: bogus");
         assert_eq!(parse_ip(""), None);
-        let o = json!({"a": null, "b": "", "c": "10.0.0.1", "d": 1});
+        let doc = json::Json::from(json!({"a": null, "b": "", "c": "10.0.0.1", "d": 1}));
+        let o = json::as_object(&doc, "X").unwrap();
         assert_eq!(opt_ip(&o, "a", "X.a").unwrap(), None);
         assert_eq!(opt_ip(&o, "b", "X.b").unwrap(), None);
         assert_eq!(opt_ip(&o, "missing", "X.m").unwrap(), None);

@@ -1,10 +1,10 @@
 //! The plugin entry point (the Go `skel` package): environment, stdin, version gates,
 //! dispatch to a [`Plugin`], printing the result or the error.
 use super::error::code;
+use super::json::{self, Json};
 use super::result::pretty;
-use super::{env, json, version, CniResult, Error};
+use super::{env, version, CniResult, Error};
 use serde::Serialize;
-use serde_json::Value;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::sync::Mutex;
@@ -60,8 +60,9 @@ pub struct Request {
     pub path: String,
     /// stdin, raw: delegates get exactly these bytes.
     pub stdin: Vec<u8>,
-    /// stdin parsed as JSON (an object).
-    pub config: serde_json::Value,
+    /// stdin parsed as JSON (an object), members as written: read it with Go's rules
+    /// (`cni::json`).
+    pub config: Json,
     /// The network name (validated).
     pub name: String,
     /// The config's `cniVersion` ("" is normalised to "0.1.0").
@@ -80,14 +81,11 @@ impl Request {
     /// version come from the config (`""` or absent version: 0.1.0). For calling a plugin
     /// directly (tests, in-process use); the entry point builds requests from the real
     /// environment instead.
-    pub fn from_config(command: Command, config: serde_json::Value) -> Request {
-        let name = config
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let cni_version =
-            version::normalize(config.get("cniVersion").and_then(Value::as_str).unwrap_or_default()).to_string();
+    pub fn from_config(command: Command, config: impl Into<Json>) -> Request {
+        let config: Json = config.into();
+        json::register("config", &config);
+        let name = config_name(&config).unwrap_or_default();
+        let cni_version = decode_version(&config).unwrap_or_else(|_| version::normalize("").to_string());
         Request {
             command,
             container_id: String::new(),
@@ -211,8 +209,8 @@ fn dispatch(
     let stdin_bytes = read_stdin(stdin)?;
     let config = parse_config(&stdin_bytes)?;
     // best effort, for the error object; the gates below decode it strictly
-    if let Some(v) = config.get("cniVersion").and_then(Value::as_str) {
-        remember_version(cni_version, version::normalize(v));
+    if let Ok(v) = decode_version(&config) {
+        remember_version(cni_version, &v);
     }
     let name = config_name(&config)?;
     let command = Command::parse(&environment.command).ok_or_else(|| {
@@ -302,8 +300,10 @@ fn read_stdin(stdin: &mut dyn Read) -> Result<Vec<u8>, Error> {
 }
 
 /// skel's `validateConfig`, first half: stdin must be JSON (code 6).
-fn parse_config(stdin: &[u8]) -> Result<Value, Error> {
-    serde_json::from_slice(stdin).map_err(|e| config_decode_error(e.to_string()))
+fn parse_config(stdin: &[u8]) -> Result<Json, Error> {
+    let config = json::parse(stdin).map_err(|e| config_decode_error(e.to_string()))?;
+    json::register("config", &config);
+    Ok(config)
 }
 
 fn config_decode_error(m: String) -> Error {
@@ -312,14 +312,13 @@ fn config_decode_error(m: String) -> Error {
 
 /// skel's `validateConfig`, second half: a valid `name` (code 7; a non-string is code 6).
 /// Unknown keys are the plugin's business.
-fn config_name(config: &Value) -> Result<String, Error> {
+fn config_name(config: &Json) -> Result<String, Error> {
     let name = match config {
-        Value::Object(m) => match m.get("name") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(config_decode_error(json::type_error(other, ".name", "string").msg)),
-        },
-        Value::Null => String::new(),
+        Json::Object(m) => json::opt_str(&json::Fields::of(m), "name", ".name")
+            .map_err(|e| config_decode_error(e.msg))?
+            .unwrap_or_default()
+            .to_string(),
+        Json::Null => String::new(),
         other => {
             return Err(config_decode_error(format!(
                 "json: cannot unmarshal {} into Go value of type struct {{ Name string \"json:\\\"name\\\"\" }}",
@@ -332,16 +331,13 @@ fn config_name(config: &Value) -> Result<String, Error> {
 }
 
 /// The config's `cniVersion` (`""` or absent: 0.1.0); a non-string is a decoding failure.
-fn decode_version(config: &Value) -> Result<String, Error> {
-    match config.get("cniVersion") {
-        None | Some(Value::Null) => Ok(version::normalize("").to_string()),
-        Some(Value::String(s)) => Ok(version::normalize(s).to_string()),
-        Some(other) => Err(Error::new(
+fn decode_version(config: &Json) -> Result<String, Error> {
+    let fields = json::as_object(config, "").unwrap_or_default();
+    match json::opt_str(&fields, "cniVersion", ".cniVersion") {
+        Ok(v) => Ok(version::normalize(v.unwrap_or_default()).to_string()),
+        Err(e) => Err(Error::new(
             code::DECODING_FAILURE,
-            format!(
-                "decoding version from network config: {}",
-                json::type_error(other, ".cniVersion", "string").msg
-            ),
+            format!("decoding version from network config: {}", e.msg),
         )),
     }
 }
@@ -424,7 +420,7 @@ fn write_fd(fd: std::os::fd::BorrowedFd, mut data: &[u8]) {
 mod tests {
     use super::*;
     use crate::cni::result::{IpConfig, Route};
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::collections::HashMap;
 
     /// Records every request; ADD returns one IPv4 address unless told otherwise.
@@ -656,7 +652,7 @@ mod tests {
         assert_eq!(req.args, "IgnoreUnknown=1");
         assert_eq!(req.path, "/opt/cni/bin");
         assert_eq!(req.stdin, config.to_string().into_bytes());
-        assert_eq!(req.config, config);
+        assert_eq!(req.config, Json::from(config));
         assert_eq!(req.name, "net1");
         assert_eq!(req.cni_version, "1.0.0");
     }
@@ -1013,7 +1009,7 @@ mod tests {
             (r.command, r.name.as_str(), r.cni_version.as_str()),
             (Command::Check, "n1", "0.4.0")
         );
-        assert_eq!(serde_json::from_slice::<Value>(&r.stdin).unwrap(), r.config);
+        assert_eq!(json::parse(&r.stdin).unwrap(), r.config);
         let r = Request::from_config(Command::Add, json!({"name": "n1"}));
         assert_eq!(r.cni_version, "0.1.0");
         assert_eq!(r.container_id, "");

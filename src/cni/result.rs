@@ -11,13 +11,13 @@
 //! Down-conversion is lossy as in the reference: 0.1.0/0.2.0 keep the first address of each
 //! family and the routes of those families; 1.1.0-only fields are not printed for older
 //! versions.
-use super::json::{self, Fields};
+use super::json::{self, Fields, Json, Object};
 use super::netaddr::{network_of, opt_ip, parse_cidr};
 use super::version::{self, go_list, go_quote, Family};
 use super::Error;
 use ipnetwork::IpNetwork;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::net::IpAddr;
 
 /// One interface of a result (`interfaces[]`).
@@ -101,9 +101,8 @@ impl Route {
     /// (a `net.IP`), then `mtu`, `advmss`, `priority` (0 is unset) and `table`. How a number
     /// is read, and its error worded, is the caller's (a result and the host-local config word
     /// them as their references do); so is `scope`, left unset here.
-    pub fn from_members<F, E>(o: &F, dst: IpNetwork, num: impl Fn(&str) -> Result<Option<u32>, E>) -> Result<Route, E>
+    pub fn from_members<E>(o: &Fields, dst: IpNetwork, num: impl Fn(&str) -> Result<Option<u32>, E>) -> Result<Route, E>
     where
-        F: Fields + ?Sized,
         E: From<Error>,
     {
         let nonzero = |key: &str| Ok::<_, E>(num(key)?.filter(|n| *n != 0));
@@ -128,14 +127,13 @@ impl Dns {
             && self.options.as_ref().map_or(true, |v| v.is_empty())
     }
 
-    /// Parse a `dns` object, keeping absent (`None`) apart from empty lists (`Some([])`).
-    pub fn from_json(v: &Value, path: &str) -> Result<Dns, Error> {
-        let obj = json::as_object(v, path)?;
+    /// Decode a `types.DNS`, keeping absent (`None`) apart from empty lists (`Some([])`).
+    pub fn from_fields(obj: &Fields, path: &str) -> Result<Dns, Error> {
         Ok(Dns {
-            nameservers: json::opt_str_list(&obj, "nameservers", &format!("{path}.nameservers"))?,
-            domain: json::opt_str(&obj, "domain", &format!("{path}.domain"))?.map(str::to_string),
-            search: json::opt_str_list(&obj, "search", &format!("{path}.search"))?,
-            options: json::opt_str_list(&obj, "options", &format!("{path}.options"))?,
+            nameservers: json::opt_str_list(obj, "nameservers", &format!("{path}.nameservers"))?,
+            domain: json::opt_str(obj, "domain", &format!("{path}.domain"))?.map(str::to_string),
+            search: json::opt_str_list(obj, "search", &format!("{path}.search"))?,
+            options: json::opt_str_list(obj, "options", &format!("{path}.options"))?,
         })
     }
 }
@@ -426,7 +424,7 @@ impl CniResult {
 
     /// Parse a result the way Go's `create.CreateFromBytes` does: its own `cniVersion`
     /// picks the shape, and a missing or empty one means 0.1.0.
-    pub fn from_json(v: &Value) -> Result<CniResult, Error> {
+    pub fn from_json(v: &Json) -> Result<CniResult, Error> {
         let obj = json::as_object(v, "Result")?;
         let declared = json::opt_str(&obj, "cniVersion", "Result.cniVersion")
             .map_err(|e| e.context("decoding version from network config"))?
@@ -434,12 +432,13 @@ impl CniResult {
         create(version::normalize(declared), &obj, declared)
     }
 
-    /// Parse a plugin's ADD output as libcni does: a missing or empty `cniVersion` is the
-    /// config's (containernetworking/cni#895), anything else picks its own shape.
-    pub fn from_plugin_output(v: &Value, conf_version: &str) -> Result<CniResult, Error> {
-        let obj = match v {
-            Value::Object(m) => std::borrow::Cow::Borrowed(m),
-            Value::Null => std::borrow::Cow::Owned(Map::new()),
+    /// Parse a plugin's ADD output as libcni's `fixupResultVersion` does: a missing or empty
+    /// `cniVersion` (looked up as a map key, exactly) is the config's (containernetworking/cni#895),
+    /// anything else picks its own shape.
+    pub fn from_plugin_output(v: &Json, conf_version: &str) -> Result<CniResult, Error> {
+        let mut raw = match v {
+            Json::Object(m) => m.clone(),
+            Json::Null => Object::new(),
             other => {
                 return Err(Error::internal(format!(
                     "failed to unmarshal raw result: json: cannot unmarshal {} into Go value of type map[string]interface {{}} result {other}",
@@ -447,24 +446,33 @@ impl CniResult {
                 )))
             }
         };
-        let version = match obj.get("cniVersion") {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            _ => version::normalize(conf_version).to_string(),
+        let version = match raw.map_get("cniVersion") {
+            Some(Json::String(s)) if !s.is_empty() => s.clone(),
+            _ => {
+                let version = version::normalize(conf_version).to_string();
+                raw.insert("cniVersion", Json::from(version.as_str()));
+                version
+            }
         };
-        create(&version, &obj, &version)
+        let raw = raw.marshalled();
+        create(&version, &Fields::of(&raw), &version)
     }
 
-    /// Parse a `prevResult` as Go's `version.ParsePrevResult`: the *config's* version picks
-    /// the shape; a missing `cniVersion` is the config's, a differing family is an error
-    /// (`result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.4.0"`).
-    pub fn from_prev_result(v: &Value, conf_version: &str) -> Result<CniResult, Error> {
-        let obj = json::as_object(v, "Result")?;
-        let declared = match obj.get("cniVersion") {
-            None | Some(Value::Null) => conf_version.to_string(),
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => return Err(json::type_error(other, "Result.cniVersion", "string")),
-        };
-        create(version::normalize(conf_version), &obj, &declared)
+    /// Parse a `prevResult` as Go's `version.ParsePrevResult`: a `CNIVersion` map key (that
+    /// spelling, exactly) that is absent or `""` becomes the config's version, the map is
+    /// marshalled again, and the *config's* version picks the shape; a differing family is
+    /// an error (`result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.4.0"`).
+    /// `raw` is the `map[string]interface{}` as decoded (an object, or anything else, which
+    /// is no map: nothing is decoded from it).
+    pub fn from_prev_result(raw: &Json, conf_version: &str) -> Result<CniResult, Error> {
+        let mut raw = raw.as_object().map(Object::marshalled).unwrap_or_default();
+        if !matches!(raw.map_get("CNIVersion"), Some(v) if v.as_str() != Some("")) {
+            raw.insert("CNIVersion", Json::from(conf_version));
+        }
+        let raw = raw.marshalled();
+        let obj = Fields::of(&raw);
+        let declared = json::opt_str(&obj, "cniVersion", "Result.cniVersion")?.unwrap_or_default();
+        create(version::normalize(conf_version), &obj, declared)
     }
 }
 
@@ -480,7 +488,7 @@ pub(crate) fn pretty<T: Serialize>(v: &T) -> Result<String, Error> {
 
 /// Go's `convert.Create`: decode `obj` with the result type of `factory_version`, then
 /// require the decoded `cniVersion` to be one that type accepts.
-fn create(factory_version: &str, obj: &Map<String, Value>, declared: &str) -> Result<CniResult, Error> {
+fn create(factory_version: &str, obj: &Fields, declared: &str) -> Result<CniResult, Error> {
     let family = version::family(factory_version)
         .ok_or_else(|| Error::internal(format!("unsupported CNI result version {}", go_quote(factory_version))))?;
     let mut result = match family {
@@ -500,14 +508,14 @@ fn create(factory_version: &str, obj: &Map<String, Value>, declared: &str) -> Re
     Ok(result)
 }
 
-fn decode_dns(obj: &Map<String, Value>) -> Result<Dns, Error> {
-    match obj.get("dns") {
+fn decode_dns(obj: &Fields) -> Result<Dns, Error> {
+    match json::opt_object(obj, "dns", "Result.dns", "types.DNS")? {
         None => Ok(Dns::default()),
-        Some(v) => Dns::from_json(v, "Result.dns"),
+        Some(dns) => Dns::from_fields(&dns, "Result.dns"),
     }
 }
 
-fn decode_interface(v: &Value, with_v11_fields: bool) -> Result<Interface, Error> {
+fn decode_interface(v: &Json, with_v11_fields: bool) -> Result<Interface, Error> {
     let o = json::as_object(v, "Result.interfaces")?;
     let s = |key: &str| -> Result<Option<String>, Error> {
         Ok(json::opt_str(&o, key, &format!("Interface.{key}"))?
@@ -528,18 +536,21 @@ fn decode_interface(v: &Value, with_v11_fields: bool) -> Result<Interface, Error
     Ok(i)
 }
 
-fn decode_ip(v: &Value) -> Result<IpConfig, Error> {
+fn decode_ip(v: &Json) -> Result<IpConfig, Error> {
     let o = json::as_object(v, "Result.ips")?;
     let address = json::opt_str(&o, "address", "IPConfig.address")?
         .ok_or_else(|| Error::internal("invalid IP configuration: missing address"))?;
     Ok(IpConfig {
-        interface: json::opt_uint::<usize>(&o, "interface", "IPConfig.interface")?,
+        interface: json::nullable_field(&o, "interface", "*int", |v| {
+            let n = json::int_of(v, "IPConfig.interface", "int")?;
+            usize::try_from(n).map_err(|_| Error::internal(format!("IPConfig.interface: value {n} out of range")))
+        })?,
         address: parse_cidr(address)?,
         gateway: opt_ip(&o, "gateway", "IPConfig.gateway")?,
     })
 }
 
-fn decode_route(v: &Value) -> Result<Route, Error> {
+fn decode_route(v: &Json) -> Result<Route, Error> {
     let o = json::as_object(v, "Route")?;
     let dst = json::opt_str(&o, "dst", "Route.dst")?.ok_or_else(|| Error::internal("invalid route: missing dst"))?;
     let mut route = Route::from_members(&o, network_of(parse_cidr(dst)?), |key| {
@@ -549,11 +560,7 @@ fn decode_route(v: &Value) -> Result<Route, Error> {
     Ok(route)
 }
 
-fn decode_list<T>(
-    obj: &Map<String, Value>,
-    key: &str,
-    f: impl Fn(&Value) -> Result<T, Error>,
-) -> Result<Vec<T>, Error> {
+fn decode_list<T>(obj: &Fields, key: &str, f: impl Fn(&Json) -> Result<T, Error>) -> Result<Vec<T>, Error> {
     json::opt_array(obj, key, &format!("Result.{key}"))?
         .iter()
         .map(f)
@@ -562,7 +569,7 @@ fn decode_list<T>(
 
 /// 0.3.x, 0.4.0 and 1.x share one shape: the per-IP `version` of 0.3/0.4 is implied by the
 /// address, and only 1.x interfaces carry the 1.1 fields (mtu, socketPath, pciID).
-fn decode_listed(obj: &Map<String, Value>, interface_1_1_fields: bool) -> Result<CniResult, Error> {
+fn decode_listed(obj: &Fields, interface_1_1_fields: bool) -> Result<CniResult, Error> {
     Ok(CniResult {
         cni_version: String::new(),
         interfaces: decode_list(obj, "interfaces", |v| decode_interface(v, interface_1_1_fields))?,
@@ -573,23 +580,23 @@ fn decode_listed(obj: &Map<String, Value>, interface_1_1_fields: bool) -> Result
 }
 
 /// 0.1.0/0.2.0: `ip4` then `ip6` become `ips`; their routes are concatenated in that order.
-fn decode_v02(obj: &Map<String, Value>) -> Result<CniResult, Error> {
+fn decode_v02(obj: &Fields) -> Result<CniResult, Error> {
     let mut result = CniResult {
         dns: decode_dns(obj)?,
         ..CniResult::default()
     };
     for key in ["ip4", "ip6"] {
-        let Some(ipc) = json::opt_object(obj, key, &format!("Result.{key}"))? else {
+        let Some(ipc) = json::opt_ptr_object(obj, key, &format!("Result.{key}"), "*types020.IPConfig")? else {
             continue;
         };
-        let ip = json::opt_str(ipc, "ip", "IPConfig.ip")?
+        let ip = json::opt_str(&ipc, "ip", "IPConfig.ip")?
             .ok_or_else(|| Error::internal(format!("invalid {key} configuration: missing ip")))?;
         result.ips.push(IpConfig {
             interface: None,
             address: parse_cidr(ip)?,
-            gateway: opt_ip(ipc, "gateway", "IPConfig.gateway")?,
+            gateway: opt_ip(&ipc, "gateway", "IPConfig.gateway")?,
         });
-        let routes: Vec<Route> = json::opt_array(ipc, "routes", "IPConfig.routes")?
+        let routes: Vec<Route> = json::opt_array(&ipc, "routes", "IPConfig.routes")?
             .iter()
             .map(decode_route)
             .collect::<Result<_, _>>()?;
@@ -602,6 +609,19 @@ fn decode_v02(obj: &Map<String, Value>) -> Result<CniResult, Error> {
 
 #[cfg(test)]
 mod tests {
+    // The parsers take the document as written; these take the `json!` values of the tests.
+    fn from_json(v: &Value) -> Result<CniResult, Error> {
+        CniResult::from_json(&Json::from(v))
+    }
+
+    fn from_plugin_output(v: &Value, conf_version: &str) -> Result<CniResult, Error> {
+        CniResult::from_plugin_output(&Json::from(v), conf_version)
+    }
+
+    fn from_prev_result(v: &Value, conf_version: &str) -> Result<CniResult, Error> {
+        CniResult::from_prev_result(&Json::from(v), conf_version)
+    }
+
     use super::*;
     use serde_json::json;
 
@@ -1051,7 +1071,7 @@ mod tests {
             ..r
         };
         assert_eq!(raw.to_json("1.1.0").unwrap()["routes"][0]["dst"], "192.168.7.0/24");
-        let parsed = CniResult::from_json(&json!({"cniVersion": "1.0.0", "routes": [{"dst": "10.9.9.9/16"}]})).unwrap();
+        let parsed = from_json(&json!({"cniVersion": "1.0.0", "routes": [{"dst": "10.9.9.9/16"}]})).unwrap();
         assert_eq!(parsed.routes[0].dst, net("10.9.0.0/16"));
     }
 
@@ -1060,12 +1080,12 @@ mod tests {
         // 1.1.0 internal -> any version -> parse -> the same version again is stable
         for ver in version::SUPPORTED {
             let printed = sample().to_json(ver).unwrap();
-            let parsed = CniResult::from_json(&printed).unwrap();
+            let parsed = from_json(&printed).unwrap();
             assert_eq!(parsed.cni_version, *ver);
             assert_eq!(parsed.to_json(ver).unwrap(), printed, "{ver}");
             for to in version::SUPPORTED {
                 let a = parsed.to_json(to).unwrap();
-                let b = CniResult::from_json(&a).unwrap().to_json(to).unwrap();
+                let b = from_json(&a).unwrap().to_json(to).unwrap();
                 assert_eq!(a, b, "{ver} -> {to}");
             }
         }
@@ -1079,7 +1099,7 @@ mod tests {
             "ip6": {"ip": "2001:db8::3/64", "routes": [{"dst": "::/0", "gw": "2001:db8::1"}]},
             "dns": {"nameservers": ["1.1.1.1"]}
         });
-        let r = CniResult::from_json(&v02).unwrap();
+        let r = from_json(&v02).unwrap();
         assert_eq!(r.cni_version, "0.2.0");
         assert_eq!(
             r.to_json("0.4.0").unwrap(),
@@ -1116,7 +1136,7 @@ mod tests {
             "routes": [{"dst": "0.0.0.0/0", "gw": "10.1.2.1"}],
             "dns": {}
         });
-        let r = CniResult::from_json(&v04).unwrap();
+        let r = from_json(&v04).unwrap();
         // a 0.3/0.4 interface has no mtu: it is not carried over
         assert_eq!(r.interfaces[0].mtu, None);
         assert_eq!(
@@ -1133,32 +1153,31 @@ mod tests {
 
     #[test]
     fn from_json_missing_version_is_0_1_0() {
-        let r = CniResult::from_json(&json!({"ip4": {"ip": "10.0.0.2/8"}})).unwrap();
+        let r = from_json(&json!({"ip4": {"ip": "10.0.0.2/8"}})).unwrap();
         assert_eq!(r.cni_version, "0.1.0");
         assert_eq!(r.ips[0].address, net("10.0.0.2/8"));
         // a 1.x-shaped body without version is read as 0.1.0 and yields nothing usable
-        let r = CniResult::from_json(&json!({"ips": [{"address": "10.0.0.2/8"}]})).unwrap();
+        let r = from_json(&json!({"ips": [{"address": "10.0.0.2/8"}]})).unwrap();
         assert!(r.ips.is_empty());
     }
 
     #[test]
     fn from_plugin_output_missing_version_is_the_configs() {
         let out = json!({"ips": [{"address": "10.0.0.2/8", "gateway": "10.0.0.1"}], "dns": {}});
-        let r = CniResult::from_plugin_output(&out, "1.0.0").unwrap();
+        let r = from_plugin_output(&out, "1.0.0").unwrap();
         assert_eq!(r.cni_version, "1.0.0");
         assert_eq!(r.ips.len(), 1);
-        let r = CniResult::from_plugin_output(
+        let r = from_plugin_output(
             &json!({"cniVersion": "", "ips": [{"version": "4", "address": "10.0.0.2/8"}]}),
             "0.4.0",
         )
         .unwrap();
         assert_eq!((r.cni_version.as_str(), r.ips.len()), ("0.4.0", 1));
         // a declared version wins over the config's
-        let r = CniResult::from_plugin_output(&json!({"cniVersion": "0.2.0", "ip4": {"ip": "10.0.0.2/8"}}), "1.0.0")
-            .unwrap();
+        let r = from_plugin_output(&json!({"cniVersion": "0.2.0", "ip4": {"ip": "10.0.0.2/8"}}), "1.0.0").unwrap();
         assert_eq!(r.cni_version, "0.2.0");
         // null is an empty result
-        let r = CniResult::from_plugin_output(&Value::Null, "1.1.0").unwrap();
+        let r = from_plugin_output(&Value::Null, "1.1.0").unwrap();
         assert_eq!(
             r,
             CniResult {
@@ -1166,47 +1185,47 @@ mod tests {
                 ..Default::default()
             }
         );
-        let e = CniResult::from_plugin_output(&json!([1]), "1.1.0").unwrap_err();
+        let e = from_plugin_output(&json!([1]), "1.1.0").unwrap_err();
         assert!(e.msg.starts_with("failed to unmarshal raw result: "), "{}", e.msg);
-        let e = CniResult::from_plugin_output(&json!({"cniVersion": "7.0.0"}), "1.1.0").unwrap_err();
+        let e = from_plugin_output(&json!({"cniVersion": "7.0.0"}), "1.1.0").unwrap_err();
         assert_eq!(e.msg, r#"unsupported CNI result version "7.0.0""#);
     }
 
     #[test]
     fn prev_result_family_rules() {
         let v040 = json!({"cniVersion": "0.4.0", "ips": [{"version": "4", "address": "10.0.0.2/8"}]});
-        let e = CniResult::from_prev_result(&v040, "1.0.0").unwrap_err();
+        let e = from_prev_result(&v040, "1.0.0").unwrap_err();
         assert_eq!(
             e.msg,
             r#"result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is "0.4.0""#
         );
         // same family: accepted
-        let r = CniResult::from_prev_result(&v040, "0.3.1").unwrap();
+        let r = from_prev_result(&v040, "0.3.1").unwrap();
         assert_eq!(r.cni_version, "0.4.0");
         let v110 = json!({"cniVersion": "1.1.0", "ips": [{"address": "10.0.0.2/8"}]});
-        assert_eq!(CniResult::from_prev_result(&v110, "1.0.0").unwrap().ips.len(), 1);
-        let e = CniResult::from_prev_result(&v110, "0.4.0").unwrap_err();
+        assert_eq!(from_prev_result(&v110, "1.0.0").unwrap().ips.len(), 1);
+        let e = from_prev_result(&v110, "0.4.0").unwrap_err();
         assert_eq!(
             e.msg,
             r#"result type supports [0.3.0 0.3.1 0.4.0] but unmarshalled CNIVersion is "1.1.0""#
         );
-        let e = CniResult::from_prev_result(&v110, "0.2.0").unwrap_err();
+        let e = from_prev_result(&v110, "0.2.0").unwrap_err();
         assert_eq!(
             e.msg,
             r#"result type supports [ 0.1.0 0.2.0] but unmarshalled CNIVersion is "1.1.0""#
         );
         // missing version: the config's
         let bare = json!({"ips": [{"address": "10.0.0.2/8"}]});
-        let r = CniResult::from_prev_result(&bare, "1.1.0").unwrap();
+        let r = from_prev_result(&bare, "1.1.0").unwrap();
         assert_eq!((r.cni_version.as_str(), r.ips.len()), ("1.1.0", 1));
         // an explicit "" is kept (and only 0.1/0.2 accept it)
         let empty = json!({"cniVersion": "", "ips": []});
-        let e = CniResult::from_prev_result(&empty, "1.0.0").unwrap_err();
+        let e = from_prev_result(&empty, "1.0.0").unwrap_err();
         assert_eq!(
             e.msg,
             r#"result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is """#
         );
-        assert!(CniResult::from_prev_result(&json!({"cniVersion": "", "ip4": {"ip": "10.0.0.2/8"}}), "0.2.0").is_ok());
+        assert!(from_prev_result(&json!({"cniVersion": "", "ip4": {"ip": "10.0.0.2/8"}}), "0.2.0").is_ok());
     }
 
     #[test]
@@ -1226,7 +1245,7 @@ mod tests {
             (json!({"cniVersion": "0.5.0"}), r#"unsupported CNI result version "0.5.0""#),
         ];
         for (input, msg) in cases {
-            let e = CniResult::from_json(&input).unwrap_err();
+            let e = from_json(&input).unwrap_err();
             assert_eq!((e.code, e.msg.as_str()), (999, msg), "{input}");
         }
     }
@@ -1239,7 +1258,7 @@ mod tests {
             "routes": [{"dst": "10.0.0.0/8", "table": 100, "scope": 0, "mtu": 0}],
             "ips": [], "unknown": {"x": 1}
         });
-        let r = CniResult::from_json(&v).unwrap();
+        let r = from_json(&v).unwrap();
         assert_eq!(r.interfaces[0].mtu, Some(1500));
         assert_eq!(r.interfaces[0].socket_path.as_deref(), Some("/s"));
         assert_eq!(r.interfaces[0].pci_id.as_deref(), Some("p"));
@@ -1264,7 +1283,8 @@ mod tests {
 
     #[test]
     fn route_members_zero_is_unset_but_table_zero_is_kept() {
-        let o = json!({"gw": "", "mtu": 0, "advmss": 1400, "priority": 0, "table": 0, "scope": 253});
+        let doc = Json::from(json!({"gw": "", "mtu": 0, "advmss": 1400, "priority": 0, "table": 0, "scope": 253}));
+        let o = json::as_object(&doc, "Route").unwrap();
         let r = Route::from_members(&o, net("10.0.0.0/8"), |key| {
             json::opt_uint::<u32>(&o, key, &format!("Route.{key}"))
         })
@@ -1273,7 +1293,8 @@ mod tests {
             (r.gw, r.mtu, r.advmss, r.priority, r.table, r.scope),
             (None, None, Some(1400), None, Some(0), None)
         );
-        let bad = json!({"gw": "nope", "mtu": "x"});
+        let doc = Json::from(json!({"gw": "nope", "mtu": "x"}));
+        let bad = json::as_object(&doc, "Route").unwrap();
         let e = Route::from_members(&bad, net("10.0.0.0/8"), |key| {
             json::opt_uint::<u32>(&bad, key, &format!("Route.{key}"))
         })
@@ -1283,7 +1304,8 @@ mod tests {
 
     #[test]
     fn dns_absent_vs_empty() {
-        let d = Dns::from_json(&json!({"nameservers": [], "domain": ""}), "dns").unwrap();
+        let doc = Json::from(json!({"nameservers": [], "domain": ""}));
+        let d = Dns::from_fields(&json::as_object(&doc, "dns").unwrap(), "dns").unwrap();
         assert_eq!(d.nameservers, Some(vec![]));
         assert_eq!(d.search, None);
         assert_eq!(d.domain.as_deref(), Some(""));

@@ -1,4 +1,6 @@
-//! Creating links: veth pairs, bridges, macvlans, each in one RTM_NEWLINK request.
+//! Creating links, each in one RTM_NEWLINK request: [`Handle::create_link`] for every kind
+//! whose creation is its [`LinkKind`] (bridges, macvlans, ifbs, and the kinds to come), and
+//! veth pairs, whose peer is create-time data.
 //!
 //! Name, MTU and MAC go into the create request itself (for both veth ends), so udev's
 //! MAC policy cannot rewrite them afterwards, and a link meant for another namespace is
@@ -11,6 +13,7 @@ use neli::types::{Buffer, RtBuffer};
 
 use super::handle::{Handle, Op, Result};
 use super::link::Link;
+use super::link_kind::{linkinfo, BridgeData, LinkKind, MacvlanData};
 use super::names::random_veth_name;
 use super::transport::Transport;
 use super::types::{MacAddr, MacvlanMode};
@@ -91,6 +94,40 @@ pub struct IfbSpec<'a> {
     pub txqlen: Option<u32>,
 }
 
+/// A link of any kind but veth: its kind and data, and where it is born.
+#[derive(Debug, Clone)]
+pub struct LinkSpec<'a> {
+    pub name: &'a str,
+    pub kind: LinkKind,
+    /// IFLA_LINK: the lower link a stacked link (macvlan, ipvlan, vlan) sits on, an index
+    /// in the handle's namespace.
+    pub lower: Option<u32>,
+    /// Where the link is born; None keeps it in the handle's namespace.
+    pub netns: Option<&'a Netns>,
+    pub mtu: Option<u32>,
+    pub mac: Option<MacAddr>,
+    /// Transmit queue length.
+    pub txqlen: Option<u32>,
+    /// Created administratively up.
+    pub up: bool,
+}
+
+impl<'a> LinkSpec<'a> {
+    /// A link of `kind` called `name`, everything else the kernel's default.
+    pub fn new(name: &'a str, kind: LinkKind) -> Self {
+        LinkSpec {
+            name,
+            kind,
+            lower: None,
+            netns: None,
+            mtu: None,
+            mac: None,
+            txqlen: None,
+            up: false,
+        }
+    }
+}
+
 /// The attributes common to every created link.
 fn base_attrs(op: &Op, name: &str, mtu: Option<u32>, mac: Option<MacAddr>) -> Result<RtBuffer<Ifla, Buffer>> {
     let mut a = RtBuffer::new();
@@ -104,16 +141,6 @@ fn base_attrs(op: &Op, name: &str, mtu: Option<u32>, mac: Option<MacAddr>) -> Re
     Ok(a)
 }
 
-/// IFLA_LINKINFO { IFLA_INFO_KIND kind, [IFLA_INFO_DATA data] }
-fn linkinfo(op: &Op, kind: &str, data: Option<Nest>) -> Result<neli::rtnl::Rtattr<Ifla, Buffer>> {
-    let mut info = Nest::new();
-    info.push(attr(wire::IFLA_INFO_KIND, kind).map_err(|e| op.encode(e))?);
-    if let Some(d) = data {
-        info.push(attr(wire::IFLA_INFO_DATA, d).map_err(|e| op.encode(e))?);
-    }
-    attr(wire::IFLA_LINKINFO, info).map_err(|e| op.encode(e))
-}
-
 fn ifinfo(op: &Op, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
     let msg = IfinfomsgBuilder::default()
         .ifi_family(RtAddrFamily::Unspecified)
@@ -124,15 +151,28 @@ fn ifinfo(op: &Op, attrs: RtBuffer<Ifla, Buffer>) -> Result<Vec<u8>> {
 }
 
 impl<T: Transport> Handle<T> {
-    /// Creates an ifb device, up, and returns it. A kernel without ifb fails as Unsupported.
-    pub fn create_ifb(&self, spec: &IfbSpec<'_>) -> Result<Link> {
-        let op = Op::new("create ifb", spec.name).feature("ifb");
-        let mut a = base_attrs(&op, spec.name, spec.mtu, None)?;
+    /// Creates a link of any kind but veth (see [`LinkSpec`]); a link born in another
+    /// namespace is not looked up afterwards. A kernel without the kind's
+    /// [feature](LinkKind::feature) fails as Unsupported.
+    pub fn create_link(&self, spec: &LinkSpec<'_>) -> Result<()> {
+        let op = Op::new(format!("create {}", spec.kind.name()), spec.name);
+        let op = match spec.kind.feature() {
+            Some(f) => op.feature(f),
+            None => op,
+        };
+        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
         if let Some(q) = spec.txqlen {
             a.push(attr(wire::IFLA_TXQLEN, q).map_err(|e| op.encode(e))?);
         }
-        a.push(linkinfo(&op, "ifb", None)?);
-        let up = neli::consts::rtnl::Iff::from_bits_retain(libc::IFF_UP as u32);
+        if let Some(lower) = spec.lower {
+            a.push(attr(wire::IFLA_LINK, lower).map_err(|e| op.encode(e))?);
+        }
+        if let Some(ns) = spec.netns {
+            // The descriptor is read by the kernel while handling this request; `ns` outlives it.
+            a.push(attr(wire::IFLA_NET_NS_FD, ns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
+        }
+        a.push(spec.kind.encode().map_err(|e| op.encode(e))?);
+        let up = neli::consts::rtnl::Iff::from_bits_retain(if spec.up { libc::IFF_UP as u32 } else { 0 });
         let msg = IfinfomsgBuilder::default()
             .ifi_family(RtAddrFamily::Unspecified)
             .ifi_flags(up)
@@ -141,7 +181,17 @@ impl<T: Transport> Handle<T> {
             .build()
             .map_err(|e| op.encode(e.to_string()))?;
         let payload = wire::encode(&msg).map_err(|e| op.encode(e))?;
-        self.modify(&op, wire::RTM_NEWLINK, wire::NLM_F_CREATE | wire::NLM_F_EXCL, payload)?;
+        self.modify(&op, wire::RTM_NEWLINK, wire::NLM_F_CREATE | wire::NLM_F_EXCL, payload)
+    }
+
+    /// Creates an ifb device, up, and returns it. A kernel without ifb fails as Unsupported.
+    pub fn create_ifb(&self, spec: &IfbSpec<'_>) -> Result<Link> {
+        self.create_link(&LinkSpec {
+            mtu: spec.mtu,
+            txqlen: spec.txqlen,
+            up: true,
+            ..LinkSpec::new(spec.name, LinkKind::Ifb)
+        })?;
         self.link(spec.name)
     }
 
@@ -199,7 +249,7 @@ impl<T: Transport> Handle<T> {
         if let Some(master) = spec.master {
             a.push(attr(wire::IFLA_MASTER, master).map_err(|e| op.encode(e))?);
         }
-        a.push(linkinfo(&op, "veth", Some(data))?);
+        a.push(linkinfo(LinkKind::Veth.name(), Some(data)).map_err(|e| op.encode(e))?);
         match self.modify(
             &op,
             wire::RTM_NEWLINK,
@@ -218,23 +268,14 @@ impl<T: Transport> Handle<T> {
 
     /// Creates a bridge and returns it.
     pub fn create_bridge(&self, spec: &BridgeSpec<'_>) -> Result<Link> {
-        let mut op = Op::new("create bridge", spec.name);
-        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
-        let data = if spec.vlan_filtering {
-            op = op.feature("bridge vlan_filtering");
-            let mut d = Nest::new();
-            d.push(attr(wire::IFLA_BR_VLAN_FILTERING, 1u8).map_err(|e| op.encode(e))?);
-            Some(d)
-        } else {
-            None
+        let data = BridgeData {
+            vlan_filtering: spec.vlan_filtering.then_some(true),
         };
-        a.push(linkinfo(&op, "bridge", data)?);
-        self.modify(
-            &op,
-            wire::RTM_NEWLINK,
-            wire::NLM_F_CREATE | wire::NLM_F_EXCL,
-            ifinfo(&op, a)?,
-        )?;
+        self.create_link(&LinkSpec {
+            mtu: spec.mtu,
+            mac: spec.mac,
+            ..LinkSpec::new(spec.name, LinkKind::Bridge(data))
+        })?;
         self.link(spec.name)
     }
 
@@ -247,36 +288,26 @@ impl<T: Transport> Handle<T> {
         )
         .feature("bridge vlan_filtering");
         let (b, mut a) = super::link::link_msg(&op, bridge, wire::AF_UNSPEC)?;
-        let mut d = Nest::new();
-        d.push(attr(wire::IFLA_BR_VLAN_FILTERING, on as u8).map_err(|e| op.encode(e))?);
-        a.push(linkinfo(&op, "bridge", Some(d))?);
+        let kind = LinkKind::Bridge(BridgeData {
+            vlan_filtering: Some(on),
+        });
+        a.push(kind.encode().map_err(|e| op.encode(e))?);
         // IFLA_LINKINFO is only applied through RTM_NEWLINK (RTM_SETLINK acks and ignores it).
         self.modify(&op, wire::RTM_NEWLINK, 0, super::link::finish(&op, b, a)?)
     }
 
     /// Creates a macvlan; it is born in `spec.netns`, so it is not looked up afterwards.
     pub fn create_macvlan(&self, spec: &MacvlanSpec<'_>) -> Result<()> {
-        let op = Op::new("create macvlan", spec.name);
-        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
-        a.push(attr(wire::IFLA_LINK, spec.parent).map_err(|e| op.encode(e))?);
-        if let Some(ns) = spec.netns {
-            a.push(attr(wire::IFLA_NET_NS_FD, ns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
-        }
-        let mut d = Nest::new();
-        d.push(attr(wire::IFLA_MACVLAN_MODE, spec.mode.to_raw()).map_err(|e| op.encode(e))?);
-        let op = match spec.bcqueuelen {
-            Some(len) => {
-                d.push(attr(wire::IFLA_MACVLAN_BC_QUEUE_LEN, len).map_err(|e| op.encode(e))?);
-                op.feature("macvlan bcqueuelen")
-            }
-            None => op,
+        let data = MacvlanData {
+            mode: Some(spec.mode),
+            bcqueuelen: spec.bcqueuelen,
         };
-        a.push(linkinfo(&op, "macvlan", Some(d))?);
-        self.modify(
-            &op,
-            wire::RTM_NEWLINK,
-            wire::NLM_F_CREATE | wire::NLM_F_EXCL,
-            ifinfo(&op, a)?,
-        )
+        self.create_link(&LinkSpec {
+            lower: Some(spec.parent),
+            netns: spec.netns,
+            mtu: spec.mtu,
+            mac: spec.mac,
+            ..LinkSpec::new(spec.name, LinkKind::Macvlan(data))
+        })
     }
 }

@@ -108,6 +108,13 @@ impl Error {
     pub fn is_generation_changed(&self) -> bool {
         self.errno == Some(libc::ERESTART)
     }
+
+    /// An nf_tables commit refused because it was planned on a ruleset that has changed
+    /// since: a rule or chain it deletes is gone (a concurrent change got there first), or
+    /// [`is_generation_changed`](Self::is_generation_changed). Read and plan again.
+    pub fn is_stale_plan(&self) -> bool {
+        self.is_not_found() || self.is_generation_changed()
+    }
 }
 
 impl fmt::Display for Error {

@@ -10,8 +10,9 @@ use neli::FromBytesWithInput;
 
 use super::error::ErrorKind;
 use super::handle::{Handle, Op, Result};
+use super::link_kind::LinkKind;
 use super::transport::{Message, Transport};
-use super::types::{MacAddr, MacvlanMode};
+use super::types::MacAddr;
 use super::wire::{self, attr};
 use crate::netns::Netns;
 
@@ -25,8 +26,8 @@ const IFF_LOWER_UP: u32 = 0x10000;
 pub struct Link {
     pub index: u32,
     pub name: String,
-    /// `veth`, `bridge`, `macvlan`, ... (None for devices without rtnl kind, like `lo`).
-    pub kind: Option<String>,
+    /// The kind and its data (None for devices without rtnl kind, like `lo`).
+    pub kind: Option<LinkKind>,
     /// The kind of the master when enslaved (`bridge` for a bridge port).
     pub slave_kind: Option<String>,
     pub mac: Option<MacAddr>,
@@ -43,7 +44,6 @@ pub struct Link {
     pub peer_index: Option<u32>,
     /// The peer namespace id (IFLA_LINK_NETNSID) when the peer/parent is in another namespace.
     pub link_netnsid: Option<i32>,
-    pub macvlan_mode: Option<MacvlanMode>,
     pub promisc: bool,
     /// Receives all multicast frames (IFF_ALLMULTI).
     pub allmulti: bool,
@@ -51,6 +51,13 @@ pub struct Link {
     pub txqlen: u32,
     /// All ifi_flags bits, for anything not broken out above.
     pub flags: u32,
+}
+
+impl Link {
+    /// The kernel's name of the link's kind (`veth`, `macvlan`, …), None for `lo` and the like.
+    pub fn kind_name(&self) -> Option<&str> {
+        self.kind.as_ref().map(LinkKind::name)
+    }
 }
 
 /// RFC 2863 operational state (IFLA_OPERSTATE).
@@ -352,7 +359,6 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
         oper_state: OperState::Unknown,
         peer_index: None,
         link_netnsid: None,
-        macvlan_mode: None,
         promisc: flags & IFF_PROMISC != 0,
         allmulti: flags & IFF_ALLMULTI != 0,
         txqlen: 0,
@@ -381,17 +387,6 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
 }
 
 fn decode_linkinfo(p: &[u8], link: &mut Link) {
-    for (ty, v) in wire::attrs(p) {
-        match ty {
-            wire::IFLA_INFO_KIND => link.kind = Some(wire::as_string(v)),
-            wire::IFLA_INFO_SLAVE_KIND => link.slave_kind = Some(wire::as_string(v)),
-            _ => {}
-        }
-    }
-    if link.kind.as_deref() == Some("macvlan") {
-        link.macvlan_mode = wire::find(p, wire::IFLA_INFO_DATA)
-            .and_then(|d| wire::find(d, wire::IFLA_MACVLAN_MODE))
-            .and_then(wire::as_u32)
-            .and_then(MacvlanMode::from_raw);
-    }
+    link.kind = LinkKind::decode(p);
+    link.slave_kind = wire::find(p, wire::IFLA_INFO_SLAVE_KIND).map(wire::as_string);
 }

@@ -14,8 +14,9 @@
 //! `testing::FakeTransport` records requests and serves canned replies for tests without root
 //! (compiled only into tests).
 //!
-//! Modules: `handle` (request discipline), `link` (lookup, change, delete), `create` (veth,
-//! bridge, macvlan, ifb), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
+//! Modules: `handle` (request discipline), `link` (lookup, change, delete), `link_kind` (a
+//! link's kind and its data, decoded and encoded), `create` (veth pairs, and every other
+//! kind from its `LinkKind`), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
 //! `names` (random veth names), [`tc`] (qdiscs and filters: tbf, ingress, u32 + mirred), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
 //!
@@ -29,6 +30,7 @@ mod create;
 mod error;
 mod handle;
 mod link;
+mod link_kind;
 mod names;
 pub mod netfilter;
 pub mod nftables;
@@ -42,10 +44,11 @@ pub use address::{
     AddrOptions, Address, IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_NOPREFIXROUTE, IFA_F_PERMANENT, IFA_F_TENTATIVE,
 };
 pub use bridge_port::{PortFlags, PortVlan};
-pub use create::{BridgeSpec, IfbSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
+pub use create::{BridgeSpec, IfbSpec, LinkSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
+pub use link_kind::{BridgeData, LinkKind, MacvlanData};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
 pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};

@@ -10,7 +10,7 @@ use neli::types::{Buffer, RtBuffer};
 use super::address::Address;
 use super::link::Link;
 use super::transport::{Message, Reply, Transport, TransportError};
-use super::wire::{self, attr, Nest};
+use super::wire::{self, attr};
 
 /// Length of the fixed headers in front of the attributes, for [`attributes`].
 pub const IFINFOMSG_LEN: usize = 16;
@@ -109,14 +109,7 @@ pub fn encode_link(link: &Link) -> Message {
         push(wire::IFLA_LINK_NETNSID, n.to_ne_bytes().to_vec());
     }
     if let Some(kind) = &link.kind {
-        let mut info = Nest::new();
-        info.push(attr(wire::IFLA_INFO_KIND, kind.as_str()).expect("strings always encode"));
-        if let Some(mode) = link.macvlan_mode {
-            let mut d = Nest::new();
-            d.push(attr(wire::IFLA_MACVLAN_MODE, mode.to_raw()).expect("integers always encode"));
-            info.push(attr(wire::IFLA_INFO_DATA, d).expect("nests always encode"));
-        }
-        a.push(attr(wire::IFLA_LINKINFO, info).expect("nests always encode"));
+        a.push(kind.encode().expect("kinds always encode"));
     }
     let msg = IfinfomsgBuilder::default()
         .ifi_family(RtAddrFamily::Unspecified)

@@ -11,7 +11,7 @@ fn link(index: u32, name: &str) -> Link {
     Link {
         index,
         name: name.into(),
-        kind: Some("veth".into()),
+        kind: Some(LinkKind::Veth),
         slave_kind: None,
         mac: Some("0a:00:00:00:00:01".parse().unwrap()),
         mtu: 1500,
@@ -21,7 +21,6 @@ fn link(index: u32, name: &str) -> Link {
         oper_state: OperState::Unknown,
         peer_index: Some(index + 1),
         link_netnsid: Some(0),
-        macvlan_mode: None,
         promisc: false,
         allmulti: false,
         txqlen: 0,
@@ -509,14 +508,17 @@ fn ecmp_adds_create_without_exclusive() {
 #[test]
 fn links_decode_from_the_kernel_form() {
     let mut l = link(3, "eth0");
-    l.kind = Some("macvlan".into());
-    l.macvlan_mode = Some(MacvlanMode::Vepa);
+    let vepa = Some(LinkKind::Macvlan(MacvlanData {
+        mode: Some(MacvlanMode::Vepa),
+        bcqueuelen: None,
+    }));
+    l.kind = vepa.clone();
     l.master = Some(2);
     l.flags = 0x1 | 0x100 | 0x10000;
     let h = handle();
     h.transport().push_links(&[l]);
     let got = h.link("eth0").unwrap();
-    assert_eq!(got.macvlan_mode, Some(MacvlanMode::Vepa));
+    assert_eq!(got.kind, vepa);
     assert_eq!(got.master, Some(2));
     assert!(got.up && got.promisc && got.lower_up);
     assert_eq!(got.peer_index, Some(4));

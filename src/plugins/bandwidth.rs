@@ -13,16 +13,16 @@
 //! arithmetic (25 ms latency, psched ticks) is the reference's, so the kernel ends up with
 //! the same qdiscs. DEL removes the ifb and the host veth's qdiscs; CHECK compares rate,
 //! limit and buffer of both token buckets and looks for the redirect to the ifb.
-use super::netns_open;
-use super::rollback::Rollback;
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::Fields;
 use crate::cni::result::Interface;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::tc::{self, PschedClock, Tbf};
-use crate::netlink::{Handle, IfbSpec, Link};
+use crate::netlink::{Handle, IfbSpec, Link, LinkKind};
 use crate::netns::Netns;
-use serde_json::{Map, Value};
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 
 pub struct Bandwidth;
 
@@ -69,20 +69,13 @@ const CTX: &str = "failed to parse network configuration";
 const KEYS: [&str; 4] = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"];
 
 /// A Go `uint64` field, with Go's message for negative or fractional numbers.
-fn uint64(obj: &Map<String, Value>, key: &str, path: &str) -> Result<u64, Error> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::Number(n)) => n.as_u64().ok_or_else(|| {
-            Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path}.{key} of type uint64"
-            ))
-        }),
-        Some(v) => Err(json::type_error(v, &format!("{path}.{key}"), "uint64")),
-    }
-    .map_err(|e| e.context(CTX))
+fn uint64(obj: &Fields, key: &str, path: &str) -> Result<u64, Error> {
+    json::opt_u64(obj, key, &format!("{path}.{key}"))
+        .map(Option::unwrap_or_default)
+        .map_err(|e| e.context(CTX))
 }
 
-fn entry(obj: &Map<String, Value>, path: &str) -> Result<Entry, Error> {
+fn entry(obj: &Fields, path: &str) -> Result<Entry, Error> {
     Ok(Entry {
         ingress: Limit {
             rate: uint64(obj, "ingressRate", path)?,
@@ -98,17 +91,30 @@ fn entry(obj: &Map<String, Value>, path: &str) -> Result<Entry, Error> {
 /// The configured limits: the config's own keys when any is present, else
 /// `runtimeConfig.bandwidth` (the capability); validated as the reference does.
 fn load(req: &Request) -> Result<Option<Entry>, Error> {
+    cniconf::check_net_conf(&req.config, "PluginConf").map_err(|e| e.context(CTX))?;
     let obj = json::as_object(&req.config, "PluginConf").map_err(|e| e.context(CTX))?;
-    let runtime = match cniconf::runtime_config(&req.config).map_err(|e| e.context(CTX))? {
-        Some(rc) => {
-            json::opt_object(rc, "bandwidth", "PluginConf.runtimeConfig.bandwidth").map_err(|e| e.context(CTX))?
-        }
+    let runtime = match cniconf::runtime_config(
+        &req.config,
+        "PluginConf",
+        r#"struct { Bandwidth *main.BandwidthEntry "json:\"bandwidth,omitempty\"" }"#,
+    )
+    .map_err(|e| e.context(CTX))?
+    {
+        Some(rc) => json::opt_ptr_object(
+            &rc,
+            "bandwidth",
+            "PluginConf.runtimeConfig.bandwidth",
+            "*main.BandwidthEntry",
+        )
+        .map_err(|e| e.context(CTX))?,
         None => None,
     };
     let runtime = runtime
-        .map(|b| entry(b, "BandwidthEntry.runtimeConfig.bandwidth"))
+        .map(|b| entry(&b, "BandwidthEntry.runtimeConfig.bandwidth"))
         .transpose()?;
-    let own = if KEYS.iter().any(|k| obj.contains_key(*k)) {
+    // The embedded `*BandwidthEntry` is allocated as soon as any of its keys is written
+    // (even as `null`), and then wins over `runtimeConfig.bandwidth`.
+    let own = if KEYS.iter().any(|k| obj.written(k, "uint64").next().is_some()) {
         Some(entry(&obj, "PluginConf")?)
     } else {
         None
@@ -160,7 +166,7 @@ fn host_interface(host: &Handle, ns: &Netns, interfaces: &[Interface], ifname: &
     let cont = Handle::open(ns)?;
     let peer = match cont.link_by_name(ifname)? {
         None => Err(format!("could not look up {ifname:?}: Link not found")),
-        Some(l) if l.kind.as_deref() != Some("veth") => Err(format!("interface {ifname:?} was not a veth interface")),
+        Some(l) if l.kind != Some(LinkKind::Veth) => Err(format!("interface {ifname:?} was not a veth interface")),
         Some(l) => l
             .peer_index
             .ok_or_else(|| format!("interface {ifname:?} has no peer index")),
@@ -257,8 +263,8 @@ impl Plugin for Bandwidth {
     /// Removes the ifb (all the reference does) and, when prevResult and the netns still
     /// lead to the host veth, its qdiscs; whatever is already gone is done.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        load(req)?;
-        let prev = prev_result(req)?;
+        // the ifb is found by attachment; prevResult names the host veth, if it can
+        let prev = cniconf::del_config("bandwidth", || load(req).and_then(|_| prev_result(req)), || None);
         let host = Handle::current()?;
         let name = ifb_name(&req.name, &req.container_id);
         if let Some(ifb) = host.link_by_name(&name)? {
@@ -356,7 +362,7 @@ fn remove_veth_qdiscs(host: &Handle, req: &Request, prev: &CniResult) -> Result<
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn limits(config: Value) -> Result<Option<Entry>, Error> {
         load(&Request::from_config(Command::Add, config))

@@ -5,11 +5,11 @@
 //! loopback addresses the kernel gave it (127.0.0.1/8, and ::1/128 when IPv6 is on in the
 //! namespace), or passes a `prevResult` through unchanged when it runs chained. DEL sets `lo`
 //! down and is done when the namespace is gone; CHECK verifies `lo` is up.
-use super::netns_open;
 use crate::cni::config as cniconf;
 use crate::cni::result::{Interface, IpConfig};
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::{Family, Handle, Link};
+use crate::plugin_kit::netns_open;
 use ipnetwork::IpNetwork;
 
 pub struct Loopback;
@@ -42,6 +42,7 @@ impl Plugin for Loopback {
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context("failed to parse network config"))?;
         let prev = cniconf::prev_result(req).map_err(|e| e.context("failed to parse prevResult"))?;
         let ns = netns_open::open(&req.netns)?;
         let h = Handle::open(&ns)?;

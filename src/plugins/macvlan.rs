@@ -1,20 +1,15 @@
-//! The `macvlan` plugin: a macvlan link on a host interface (the "master"), moved into
-//! the container, with or without IPAM addresses.
-//!
-//! The link is born in the container namespace under a temporary name and renamed there,
-//! so a name that exists on the host never clashes and a name that exists in the
-//! container is a clean error. With `linkInContainer` the master itself lives in the
-//! container namespace and the link is created there.
-use super::rollback::Rollback;
-use super::teardown::Teardown;
-use super::{check, container_link, iface, l3, netns_open};
+//! The `macvlan` plugin: a macvlan link on a host interface (the "master"), born in the
+//! container (see [`lower_link`](crate::plugin_kit::lower_link)), with or without IPAM addresses.
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::result::{Dns, Interface};
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{self, Family, Handle, Link, MacAddr, MacvlanMode, MacvlanSpec, TABLE_MAIN};
-use crate::netns::Netns;
+use crate::netlink::{Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
+use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
+use crate::plugin_kit::rollback::Rollback;
+use crate::plugin_kit::teardown::Teardown;
+use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
 use crate::sysctl;
 
 pub struct Macvlan;
@@ -33,6 +28,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let s = |key: &str| -> Result<Option<String>, Error> {
         Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))
@@ -79,63 +75,6 @@ fn requested_mac(req: &Request) -> Result<Option<MacAddr>, Error> {
     }
 }
 
-/// The master link in the namespace of `h`: as configured, else the interface of the
-/// first default route of the main table.
-fn resolve_master(h: &Handle, conf: &Conf) -> Result<Link, Error> {
-    let name = match &conf.master {
-        Some(m) => m.clone(),
-        None => default_route_interface(h)?,
-    };
-    h.link_by_name(&name)?
-        .ok_or_else(|| Error::internal(format!("failed to lookup master {name:?}: Link not found")))
-}
-
-fn default_route_interface(h: &Handle) -> Result<String, Error> {
-    let default = h
-        .routes(Family::All)?
-        .into_iter()
-        .find(|r| r.table == TABLE_MAIN && r.dst.prefix() == 0 && r.oif.is_some());
-    match default.and_then(|r| r.oif) {
-        Some(oif) => Ok(h.link(oif)?.name),
-        None => Err(Error::internal("no default route interface found")),
-    }
-}
-
-fn check_mtu(mtu: i64, master: &Link) -> Result<(), Error> {
-    if mtu < 0 || mtu > i64::from(master.mtu) {
-        return Err(Error::internal(format!(
-            "invalid MTU {mtu}, must be [0, master MTU({})]",
-            master.mtu
-        )));
-    }
-    Ok(())
-}
-
-/// The two namespaces of a call and the master resolved in the right one.
-struct Namespaces {
-    ns: Netns,
-    host: Handle,
-    cont: Handle,
-}
-
-impl Namespaces {
-    fn open(req: &Request) -> Result<Namespaces, Error> {
-        let ns = netns_open::container(&req.netns)?;
-        let host = Handle::current()?;
-        let cont = Handle::open(&ns)?;
-        Ok(Namespaces { ns, host, cont })
-    }
-
-    /// Where the master lives (and the macvlan is created).
-    fn master_side(&self, conf: &Conf) -> &Handle {
-        if conf.link_in_container {
-            &self.cont
-        } else {
-            &self.host
-        }
-    }
-}
-
 impl Plugin for Macvlan {
     fn about(&self) -> &'static str {
         "CNI macvlan plugin from cnibox"
@@ -143,14 +82,14 @@ impl Plugin for Macvlan {
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req)?;
-        let master = resolve_master(spaces.master_side(&conf), &conf)?;
+        let spaces = Namespaces::open(req, conf.link_in_container)?;
+        let master = spaces.master(conf.master.as_deref())?;
         check_mtu(conf.mtu, &master)?;
-        let mac = requested_mac(req)?;
+        requested_mac(req)?;
         let mode = parse_mode(&conf.mode)?;
         let mut rollback = Rollback::new();
 
-        let link = create(&spaces, &conf, req, &master, mode, mac)?;
+        let link = create(&spaces, &conf, req, &master, mode)?;
         let cont = &spaces.cont;
         let index = link.index;
         rollback.push(format!("delete macvlan {}", req.ifname), move || {
@@ -169,7 +108,7 @@ impl Plugin for Macvlan {
         };
         match &conf.ipam_type {
             Some(ipam_type) => {
-                let ipam = l3::add(ipam_type, req, &mut rollback)?;
+                let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
                 result.ips = ipam.ips;
                 result.routes = ipam.routes;
                 for ip in &mut result.ips {
@@ -201,7 +140,11 @@ impl Plugin for Macvlan {
 
     /// Needs neither the master nor the netns: everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf"))?;
+        let ipam_type = cniconf::del_config(
+            "macvlan",
+            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf")),
+            || None,
+        );
         let mut teardown = Teardown::new("macvlan");
         // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
         // back the MAC from before its ADD (prevResult reports tuning's).
@@ -215,16 +158,16 @@ impl Plugin for Macvlan {
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req)?;
-        let master = resolve_master(spaces.master_side(&conf), &conf)?;
+        let spaces = Namespaces::open(req, conf.link_in_container)?;
+        let master = spaces.master(conf.master.as_deref())?;
         check_mtu(conf.mtu, &master)?;
         requested_mac(req)?;
         if let Some(t) = &conf.ipam_type {
             delegate::check(t, req)?;
         }
-        let prev = check::prev_result(req, "Required prevResult missing")?;
-        let intf = check::container_entry(req, &prev);
-        check::check_sandbox(req, &intf)?;
+        let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
+        let intf = check_preamble::container_entry(req, &prev);
+        check_preamble::check_sandbox(req, &intf)?;
         CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, parse_mode(&conf.mode)?))?;
         iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
         iface::check_routes(&spaces.cont, &prev.routes)
@@ -240,54 +183,28 @@ impl Plugin for Macvlan {
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let ipam = cniconf::ipam_type(&req.config)?;
-        l3::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc(req, ipam.as_deref(), false)
     }
 }
 
-/// Creates the macvlan in the container namespace under a temporary name and renames it to
-/// `CNI_IFNAME` there; on a failed rename the link is deleted before returning.
-fn create(
-    spaces: &Namespaces,
-    conf: &Conf,
-    req: &Request,
-    master: &Link,
-    mode: MacvlanMode,
-    mac: Option<MacAddr>,
-) -> Result<Link, Error> {
-    let tmp = netlink::random_name("mvtmp")
-        .map_err(|e| Error::internal(format!("failed to generate a temporary link name: {e}")))?;
-    let spec = MacvlanSpec {
-        name: &tmp,
-        parent: master.index,
-        mode,
-        // created inside the container when the master is there
-        netns: (!conf.link_in_container).then_some(&spaces.ns),
-        // validated against the master's by check_mtu
-        mtu: cniconf::link_mtu(Some(conf.mtu))?,
-        mac,
+/// The macvlan on `master`, in the container namespace as `CNI_IFNAME`.
+fn create(spaces: &Namespaces, conf: &Conf, req: &Request, master: &Link, mode: MacvlanMode) -> Result<Link, Error> {
+    let data = MacvlanData {
+        mode: Some(mode),
         bcqueuelen: conf.bcqueuelen,
     };
-    spaces
-        .master_side(conf)
-        .create_macvlan(&spec)
-        .map_err(|e| Error::internal(format!("failed to create macvlan: {e}")))?;
-    let cont = &spaces.cont;
-    let created = cont.link(tmp.as_str())?;
-    if let Err(e) = cont.set_name(created.index, &req.ifname) {
-        if let Err(d) = cont.delete_link(created.index) {
-            eprintln!("cnibox macvlan: cleanup after failed rename: {d}");
-        }
-        return Err(Error::internal(format!(
-            "failed to rename macvlan to {:?}: {e}",
-            req.ifname
-        )));
-    }
-    cont.link(created.index)
-        .map_err(|e| Error::internal(format!("failed to refetch macvlan {:?}: {e}", req.ifname)))
+    let stacked = Stacked {
+        kind: LinkKind::Macvlan(data),
+        master,
+        mtu: cniconf::link_mtu(Some(conf.mtu))?,
+        mac: requested_mac(req)?,
+        tmp_prefix: "mvtmp",
+    };
+    spaces.create_on_master(stacked, &req.ifname)
 }
 
 /// CHECK of the container interface named in prevResult, in the reference macvlan's words.
-const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
+const CONTAINER_LINK: check_preamble::ContainerLink = check_preamble::ContainerLink {
     prefix: "",
     kind: "macvlan",
     kind_word: "macvlan",
@@ -295,8 +212,12 @@ const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
 
 /// The container macvlan is in the configured mode.
 fn check_mode(link: &Link, expected: MacvlanMode) -> Result<(), Error> {
-    if link.macvlan_mode != Some(expected) {
-        let actual = match link.macvlan_mode {
+    let mode = match &link.kind {
+        Some(LinkKind::Macvlan(data)) => data.mode,
+        _ => None,
+    };
+    if mode != Some(expected) {
+        let actual = match mode {
             Some(m @ (MacvlanMode::Bridge | MacvlanMode::Private | MacvlanMode::Vepa | MacvlanMode::Passthru)) => {
                 m.as_str().to_string()
             }

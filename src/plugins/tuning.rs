@@ -13,17 +13,17 @@
 //! As the reference since v1.2.0, ADD sets only sysctls that `/etc/cni/tuning/allowlist.conf`
 //! allows, when that file exists (sysctls can come from pod annotations, which an
 //! unprivileged user controls): see [`check_allowlist`].
-use super::netns_open;
-use super::rollback::Rollback;
-use crate::cni::config as cniconf;
+use crate::cni::config::{self as cniconf, RUNTIME_CONFIG_MAC};
 use crate::cni::error::go_errno_text;
 use crate::cni::json;
+use crate::cni::json::{Fields, Json};
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::netlink::{self, Handle, Link, MacAddr};
 use crate::netns::Netns;
+use crate::plugin_kit::netns_open;
+use crate::plugin_kit::rollback::Rollback;
 use crate::util::regex::Regex;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -51,42 +51,46 @@ struct Conf {
 const CTX: &str = "failed to load netconf";
 
 fn load(req: &Request) -> Result<Conf, Error> {
-    let obj = json::as_object(&req.config, "TuningConf").map_err(|e| e.context(CTX))?;
+    let ctx = |e: Error| e.context(CTX);
+    cniconf::check_net_conf(&req.config, "TuningConf").map_err(ctx)?;
+    let obj = json::as_object(&req.config, "TuningConf").map_err(ctx)?;
     let field = |key: &str| format!("TuningConf.{key}");
     let mut conf = Conf {
         data_dir: json::opt_str(&obj, "dataDir", &field("dataDir"))
-            .map_err(|e| e.context(CTX))?
+            .map_err(ctx)?
             .filter(|d| !d.is_empty())
             .unwrap_or(DEFAULT_DATA_DIR)
             .into(),
         sysctl: sysctl_map(&obj, "sysctl", "TuningConf.sysctl")?.unwrap_or_default(),
         mac: json::opt_str(&obj, "mac", &field("mac"))
-            .map_err(|e| e.context(CTX))?
+            .map_err(ctx)?
             .filter(|m| !m.is_empty())
             .map(str::to_string),
         promisc: json::opt_bool(&obj, "promisc", &field("promisc"))
-            .map_err(|e| e.context(CTX))?
+            .map_err(ctx)?
             .unwrap_or(false),
-        mtu: json::opt_int(&obj, "mtu", &field("mtu"))
-            .map_err(|e| e.context(CTX))?
-            .unwrap_or(0),
-        allmulti: json::opt_bool(&obj, "allmulti", &field("allmulti")).map_err(|e| e.context(CTX))?,
-        txqlen: json::opt_int(&obj, "txQLen", &field("txQLen")).map_err(|e| e.context(CTX))?,
+        mtu: json::opt_int(&obj, "mtu", &field("mtu")).map_err(ctx)?.unwrap_or(0),
+        allmulti: ptr_bool(&obj, "allmulti", &field("allmulti"))?,
+        txqlen: ptr_int(&obj, "txQLen", &field("txQLen"))?,
     };
-    let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"))
-        .map_err(|e| e.context(CTX))?
-        .map(|rc| json::opt_str(rc, "mac", "TuningConf.runtimeConfig.mac"))
+    let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"), RUNTIME_CONFIG_MAC)
+        .map_err(ctx)?
+        .map(|rc| json::opt_str(&rc, "mac", "TuningConf.runtimeConfig.mac").map(|m| m.map(str::to_string)))
         .transpose()
-        .map_err(|e| e.context(CTX))?
+        .map_err(ctx)?
         .flatten()
-        .filter(|m| !m.is_empty())
-        .map(str::to_string);
-    let args = json::opt_object(&obj, "args", &field("args"))
-        .map_err(|e| e.context(CTX))?
-        .map(|a| json::opt_object(a, "cni", "TuningConf.args.cni"))
-        .transpose()
-        .map_err(|e| e.context(CTX))?
-        .flatten();
+        .filter(|m| !m.is_empty());
+    let args = json::opt_ptr_object(
+        &obj,
+        "args",
+        &field("args"),
+        r#"struct { A *main.IPAMArgs "json:\"cni\"" }"#,
+    )
+    .map_err(ctx)?
+    .map(|a| json::opt_ptr_object(&a, "cni", "TuningConf.args.cni", "*main.IPAMArgs"))
+    .transpose()
+    .map_err(ctx)?
+    .flatten();
 
     // MAC: config < CNI_ARGS MAC= < runtimeConfig.mac < args.cni.mac (the reference's order)
     if let Some(m) = cniconf::cni_args_mac(req)? {
@@ -97,7 +101,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
     }
     if let Some(a) = args {
         let path = |key: &str| format!("IPAMArgs.args.cni.{key}");
-        if let Some(extra) = sysctl_map(a, "sysctl", &path("sysctl"))? {
+        if let Some(extra) = sysctl_map(&a, "sysctl", &path("sysctl"))? {
             for (k, v) in extra {
                 match conf.sysctl.iter_mut().find(|(key, _)| *key == k) {
                     Some(slot) => slot.1 = v,
@@ -106,42 +110,65 @@ fn load(req: &Request) -> Result<Conf, Error> {
             }
             conf.sysctl.sort();
         }
-        // present (even empty) replaces, as the Go pointer fields do
-        if let Some(m) = json::opt_str(a, "mac", &path("mac")).map_err(|e| e.context(CTX))? {
+        // pointer fields: present (even empty) replaces, `null` is nil
+        if let Some(m) = json::opt_ptr_str(&a, "mac", &path("mac")).map_err(ctx)? {
             conf.mac = Some(m.to_string()).filter(|m| !m.is_empty());
         }
-        if let Some(p) = json::opt_bool(a, "promisc", &path("promisc")).map_err(|e| e.context(CTX))? {
+        if let Some(p) = ptr_bool(&a, "promisc", &path("promisc"))? {
             conf.promisc = p;
         }
-        if let Some(m) = json::opt_int(a, "mtu", &path("mtu")).map_err(|e| e.context(CTX))? {
+        if let Some(m) = ptr_int(&a, "mtu", &path("mtu"))? {
             conf.mtu = m;
         }
-        if let Some(m) = json::opt_bool(a, "allmulti", &path("allmulti")).map_err(|e| e.context(CTX))? {
+        if let Some(m) = ptr_bool(&a, "allmulti", &path("allmulti"))? {
             conf.allmulti = Some(m);
         }
-        if let Some(q) = json::opt_int(a, "txQLen", &path("txQLen")).map_err(|e| e.context(CTX))? {
+        if let Some(q) = ptr_int(&a, "txQLen", &path("txQLen"))? {
             conf.txqlen = Some(q);
         }
     }
     Ok(conf)
 }
 
-/// A Go `map[string]string`, sorted by key.
-fn sysctl_map(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Vec<(String, String)>>, Error> {
-    let Some(v) = obj.get(key).filter(|v| !v.is_null()) else {
+fn ptr_bool(obj: &Fields, key: &str, path: &str) -> Result<Option<bool>, Error> {
+    json::opt_ptr_bool(obj, key, path).map_err(|e| e.context(CTX))
+}
+
+fn ptr_int(obj: &Fields, key: &str, path: &str) -> Result<Option<i64>, Error> {
+    json::opt_ptr_int(obj, key, path).map_err(|e| e.context(CTX))
+}
+
+/// A Go `map[string]string` (or a pointer to one), sorted by key.
+fn sysctl_map(obj: &Fields, key: &str, path: &str) -> Result<Option<Vec<(String, String)>>, Error> {
+    let Some(m) = json::opt_map(obj, key, path, "map[string]string").map_err(|e| e.context(CTX))? else {
         return Ok(None);
     };
-    let Value::Object(m) = v else {
-        return Err(json::type_error(v, path, "map[string]string").context(CTX));
-    };
-    m.iter()
+    m.into_iter()
         .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            Value::Null => Ok((k.clone(), String::new())),
+            Json::String(s) => Ok((k.to_string(), s.clone())),
+            Json::Null => Ok((k.to_string(), String::new())),
             other => Err(json::type_error(other, path, "string").context(CTX)),
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
+}
+
+/// The reference's `validateSysctlConflictingKeys` (ADD and CHECK, since v1.2.0): a key
+/// written twice in the top-level `sysctl` map (in one object, or in two spellings of the
+/// field) is refused instead of one value silently winning.
+fn refuse_repeated_sysctl_keys(req: &Request) -> Result<(), Error> {
+    let obj = json::as_object(&req.config, "sysctlCheck")?;
+    let mut seen = std::collections::HashSet::new();
+    for v in obj.written("sysctl", "map[main.sysctlKey]string") {
+        if let Json::Object(m) = v {
+            for (k, _) in m.members() {
+                if !seen.insert(k) {
+                    return Err(Error::internal("duplicated sysctl keys are not allowed"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Conf {
@@ -334,7 +361,7 @@ fn parse_mac(s: &str) -> Result<MacAddr, Error> {
 }
 
 /// The saved values (the reference's `configToRestore`, same keys, same layout).
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
 struct Saved {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     mac: String,
@@ -366,6 +393,24 @@ impl Saved {
             allmulti: conf.allmulti.map(|_| link.allmulti),
             txqlen: conf.txqlen.map(|_| i64::from(link.txqlen)),
         }
+    }
+
+    /// The saved file as the reference decodes it (Go's rules, so a file the reference wrote
+    /// or one edited by hand reads the same); `None` when it is not a saved state.
+    fn from_json(data: &[u8]) -> Option<Saved> {
+        let doc = json::parse(data).ok()?;
+        let obj = json::as_object(&doc, "configToRestore").ok()?;
+        let path = |key: &str| format!("configToRestore.{key}");
+        Some(Saved {
+            mac: json::opt_str(&obj, "mac", &path("mac"))
+                .ok()?
+                .unwrap_or_default()
+                .to_string(),
+            promisc: ptr_bool(&obj, "promisc", &path("promisc")).ok()?,
+            mtu: json::opt_int(&obj, "mtu", &path("mtu")).ok()?.unwrap_or(0),
+            allmulti: ptr_bool(&obj, "allmulti", &path("allmulti")).ok()?,
+            txqlen: ptr_int(&obj, "txQLen", &path("txQLen")).ok()?,
+        })
     }
 
     /// Go's `json.MarshalIndent(v, "", " ")`.
@@ -442,7 +487,7 @@ fn set_txqlen(h: &Handle, ifname: &str, q: i64) -> Result<(), Error> {
 
 /// prevResult is required (ADD and CHECK); parsed with the config's version.
 fn required_prev_result(req: &Request) -> Result<CniResult, Error> {
-    super::check::prev_result(req, "Required prevResult missing")
+    crate::plugin_kit::check_preamble::prev_result(req, "Required prevResult missing")
 }
 
 impl Plugin for Tuning {
@@ -451,6 +496,7 @@ impl Plugin for Tuning {
     }
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
+        refuse_repeated_sysctl_keys(req)?;
         let conf = load(req)?;
         check_allowlist(Path::new(ALLOWLIST), &conf.sysctl)?;
         let mut result = required_prev_result(req)?;
@@ -514,8 +560,12 @@ impl Plugin for Tuning {
     /// Restores what ADD saved. Config errors fail as in the reference; anything else is
     /// logged and DEL succeeds (the reference ignores every restore failure).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let path = saved_file(&conf.data_dir, &req.container_id, &req.ifname);
+        let data_dir = cniconf::del_config(
+            "tuning",
+            || load(req).map(|c| c.data_dir),
+            || PathBuf::from(DEFAULT_DATA_DIR),
+        );
+        let path = saved_file(&data_dir, &req.container_id, &req.ifname);
         if let Err(e) = restore(req, &path) {
             eprintln!("cnibox tuning: DEL: {}", e.msg);
         }
@@ -523,6 +573,7 @@ impl Plugin for Tuning {
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
+        refuse_repeated_sysctl_keys(req)?;
         let conf = load(req)?;
         required_prev_result(req)?;
         let ns = netns_open::open(&req.netns)?;
@@ -636,7 +687,7 @@ fn restore(req: &Request, path: &Path) -> Result<(), Error> {
             ))
         })
     };
-    let Ok(saved) = serde_json::from_slice::<Saved>(&data) else {
+    let Some(saved) = Saved::from_json(&data) else {
         eprintln!("cnibox tuning: DEL: {} is not a saved state; removed", path.display());
         return remove();
     };
@@ -658,7 +709,7 @@ fn restore(req: &Request, path: &Path) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn req(config: Value, cni_args: &str) -> Request {
         let mut r = Request::from_config(Command::Add, config);
@@ -791,9 +842,9 @@ mod tests {
             "{\n \"mac\": \"56:da:5e:95:f8:44\",\n \"promisc\": false,\n \"mtu\": 1500,\n \"allmulti\": false\n}"
         );
         assert_eq!(Saved::default().to_go_json(), "{}");
-        let back: Saved = serde_json::from_str(&s.to_go_json()).unwrap();
+        let back = Saved::from_json(s.to_go_json().as_bytes()).unwrap();
         assert_eq!(back, s);
-        let q: Saved = serde_json::from_str(r#"{"txQLen": 0}"#).unwrap();
+        let q = Saved::from_json(br#"{"TXQLEN": 0}"#).unwrap();
         assert_eq!(q.txqlen, Some(0));
     }
 

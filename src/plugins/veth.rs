@@ -5,18 +5,19 @@
 //! everything, the subnet included, goes through the gateway, which lives as a /32 (/128)
 //! on the host end; the host reaches each container address through a host route on its
 //! veth. No bridge, no ARP between containers.
-use super::rollback::Rollback;
-use super::teardown::Teardown;
-use super::{check, container_link, iface, ipmasq, l3, netns_open};
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::netaddr::network_of;
 use crate::cni::result::{Dns, Interface};
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
+use crate::firewall_rules::ipmasq;
 use crate::netlink::{
-    self, AddrOptions, Family, Handle, Link, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
+    self, AddrOptions, Family, Handle, Link, LinkKind, MacAddr, RouteSpec, Scope, Transport, VethError, VethSpec,
 };
 use crate::netns::Netns;
+use crate::plugin_kit::rollback::Rollback;
+use crate::plugin_kit::teardown::Teardown;
+use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation, netns_open};
 use crate::sysctl;
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
@@ -24,6 +25,7 @@ use std::net::IpAddr;
 pub struct Veth;
 
 /// The plugin's own config keys (IPAM reads its section itself).
+#[derive(Default)]
 struct Conf {
     ip_masq: bool,
     ip_masq_backend: Option<String>,
@@ -36,6 +38,7 @@ struct Conf {
 
 fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
     let mtu = json::opt_int(&obj, "mtu", "NetConf.mtu")
         .and_then(cniconf::link_mtu)
@@ -79,7 +82,7 @@ impl Plugin for Veth {
         let cont = Handle::open(&ns)?;
         let mut rollback = Rollback::new();
 
-        let mut result = l3::add(&conf.ipam_type, req, &mut rollback)?;
+        let mut result = ipam_delegation::add(&conf.ipam_type, req, &mut rollback)?;
         if let Some(ip) = result.ips.iter().find(|ip| ip.gateway.is_none()) {
             return Err(Error::internal(format!(
                 "IPAM result address {} has no gateway; veth (ptp) routes through the gateway",
@@ -90,7 +93,7 @@ impl Plugin for Veth {
         // Masquerade as soon as the addresses are known.
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
-            let att = l3::masq_attachment(req);
+            let att = ipam_delegation::masq_attachment(req);
             // registered first: a setup that fails halfway leaves rules too
             rollback.push("remove ip masquerade rules", move || {
                 ipmasq::teardown(att).map_err(|e| e.to_string())
@@ -141,11 +144,18 @@ impl Plugin for Veth {
     /// Everything is attempted whatever fails first (the first error is returned), and
     /// "already gone" is success: no netns, no link, no rules, no reservation.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
+        let conf = cniconf::del_config(
+            "veth",
+            || load(req),
+            || Conf {
+                ipam_type: cniconf::ipam_type(&req.config).ok().flatten().unwrap_or_default(),
+                ..Conf::default()
+            },
+        );
         let mut teardown = Teardown::new("veth");
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.
-            teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
+            teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req)));
         }
         // The host end, its gateway address and host routes go with the pair.
         let prev = container_link::prev_result(req, "veth");
@@ -164,9 +174,9 @@ impl Plugin for Veth {
         let conf = load(req)?;
         let ns = netns_open::container(&req.netns)?;
         delegate::check(&conf.ipam_type, req)?;
-        let prev = check::prev_result(req, "ptp: Required prevResult missing")?;
-        let cont_iface = check::container_entry(req, &prev);
-        check::check_sandbox(req, &cont_iface)?;
+        let prev = check_preamble::prev_result(req, "ptp: Required prevResult missing")?;
+        let cont_iface = check_preamble::container_entry(req, &prev);
+        check_preamble::check_sandbox(req, &cont_iface)?;
         let cont = Handle::open(&ns)?;
         CONTAINER_LINK.check(&cont, &cont_iface, |_| Ok(()))?;
         iface::check_addresses(&cont, &req.ifname, &prev.ips)?;
@@ -181,7 +191,7 @@ impl Plugin for Veth {
     /// Masquerade rules of attachments that are not valid any more, then IPAM's GC.
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        l3::gc(req, Some(&conf.ipam_type), true)
+        ipam_delegation::gc(req, Some(&conf.ipam_type), true)
     }
 }
 
@@ -328,7 +338,7 @@ fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
         let Some(link) = host.link_by_name(&intf.name)? else {
             continue;
         };
-        if link.kind.as_deref() != Some("veth") {
+        if link.kind != Some(LinkKind::Veth) {
             continue;
         }
         let routes = host.routes(Family::All)?;
@@ -349,7 +359,7 @@ fn delete_host_end(prev: &CniResult) -> Result<(), Error> {
 }
 
 /// CHECK of the container interface named in prevResult, in the reference ptp's words.
-const CONTAINER_LINK: check::ContainerLink = check::ContainerLink {
+const CONTAINER_LINK: check_preamble::ContainerLink = check_preamble::ContainerLink {
     prefix: "ptp: ",
     kind: "veth",
     kind_word: "veth/p2p",
@@ -365,7 +375,7 @@ mod tests {
         Link {
             index: 7,
             name: name.into(),
-            kind: Some("veth".into()),
+            kind: Some(LinkKind::Veth),
             slave_kind: None,
             mac: Some(MacAddr([2, 0, 0, 0, 0, 1])),
             mtu: 1500,
@@ -375,7 +385,6 @@ mod tests {
             oper_state: OperState::Down,
             peer_index: None,
             link_netnsid: None,
-            macvlan_mode: None,
             promisc: false,
             allmulti: false,
             txqlen: 0,

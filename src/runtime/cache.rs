@@ -5,8 +5,9 @@
 //! Unlike libcni, writes are atomic, and an empty or corrupt file is reported as such
 //! instead of an error, so DEL can go on without it.
 use super::names;
+use crate::cni::json::{self, Fields, Json};
 use crate::util::{atomic, base64};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -45,35 +46,25 @@ impl Key {
 }
 
 /// One cached attachment (the `cniCacheV1` object).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     pub kind: String,
-    #[serde(rename = "containerId", default)]
+    #[serde(rename = "containerId")]
     pub container_id: String,
     /// The exact list bytes ADD ran with.
-    #[serde(serialize_with = "ser_base64", deserialize_with = "de_base64", default)]
+    #[serde(serialize_with = "ser_base64")]
     pub config: Vec<u8>,
-    #[serde(rename = "ifName", default)]
+    #[serde(rename = "ifName")]
     pub ifname: String,
-    #[serde(rename = "networkName", default)]
+    #[serde(rename = "networkName")]
     pub network: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub netns: String,
-    #[serde(
-        rename = "cniArgs",
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "de_null_default"
-    )]
+    #[serde(rename = "cniArgs", skip_serializing_if = "Vec::is_empty")]
     pub cni_args: Vec<(String, String)>,
-    #[serde(
-        rename = "capabilityArgs",
-        default,
-        skip_serializing_if = "Map::is_empty",
-        deserialize_with = "de_null_default"
-    )]
+    #[serde(rename = "capabilityArgs", skip_serializing_if = "Map::is_empty")]
     pub capability_args: Map<String, Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
 }
 
@@ -81,16 +72,52 @@ fn ser_base64<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&base64::encode(bytes))
 }
 
-fn de_base64<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-    // Go writes a nil []byte as null.
-    match Option::<String>::deserialize(d)? {
-        None => Ok(Vec::new()),
-        Some(s) => base64::decode(&s).map_err(serde::de::Error::custom),
+impl Entry {
+    /// libcni's `cachedInfo` as Go decodes it (keys matched as Go matches them); the
+    /// caller has checked `kind`.
+    fn from_fields(obj: &Fields) -> Result<Entry, crate::cni::Error> {
+        let text = |key: &str| -> Result<String, crate::cni::Error> {
+            Ok(json::opt_str(obj, key, &format!("cachedInfo.{key}"))?
+                .unwrap_or_default()
+                .to_string())
+        };
+        // Go writes a nil []byte as null; a []byte is base64 text.
+        let config = match json::opt_str(obj, "config", "cachedInfo.config")? {
+            None => Vec::new(),
+            Some(s) => base64::decode(s).map_err(|e| crate::cni::Error::internal(format!("config: {e}")))?,
+        };
+        let cni_args = json::nullable_field(obj, "cniArgs", "[][2]string", |v| {
+            let pairs = v
+                .as_array()
+                .ok_or_else(|| json::type_error(v, "cachedInfo.cniArgs", "[][2]string"))?;
+            pairs
+                .iter()
+                .map(|p| match json::str_list(p, "cachedInfo.cniArgs")?.as_slice() {
+                    [k, v] => Ok((k.clone(), v.clone())),
+                    _ => Err(json::type_error(p, "cachedInfo.cniArgs", "[2]string")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?
+        .unwrap_or_default();
+        let map = |key: &str| json::opt_map(obj, key, &format!("cachedInfo.{key}"), "map[string]interface {}");
+        let capability_args = map("capabilityArgs")?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect();
+        let result = map("result")?.map(|m| Json::Object(json::Object::from_map(&m)).to_value());
+        Ok(Entry {
+            kind: text("kind")?,
+            container_id: text("containerId")?,
+            config,
+            ifname: text("ifName")?,
+            network: text("networkName")?,
+            netns: text("netns")?,
+            cni_args,
+            capability_args,
+            result,
+        })
     }
-}
-
-fn de_null_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// What reading a cache file found.
@@ -292,20 +319,21 @@ pub fn decode(bytes: &[u8]) -> Cached {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Cached::Corrupt("the file is empty".into());
     }
-    let v: Value = match serde_json::from_slice(bytes) {
+    let doc = match json::parse(bytes) {
         Ok(v) => v,
         Err(e) => return Cached::Corrupt(format!("not JSON: {e}")),
     };
-    if v.get("kind").and_then(Value::as_str) == Some(KIND_V1) {
-        return match serde_json::from_value::<Entry>(v) {
+    let Json::Object(_) = doc else {
+        return Cached::Corrupt("not a JSON object".into());
+    };
+    let obj = Fields::of(doc.as_object().expect("an object"));
+    match json::opt_str(&obj, "kind", "cachedInfo.kind") {
+        Ok(Some(KIND_V1)) => match Entry::from_fields(&obj) {
             Ok(e) => Cached::Entry(Box::new(e)),
-            Err(e) => Cached::Corrupt(format!("malformed {KIND_V1} entry: {e}")),
-        };
-    }
-    if v.is_object() {
-        Cached::Legacy(v)
-    } else {
-        Cached::Corrupt("not a JSON object".into())
+            Err(e) => Cached::Corrupt(format!("malformed {KIND_V1} entry: {}", e.msg)),
+        },
+        // libcni reads anything else as the bare result of the legacy format
+        _ => Cached::Legacy(doc.to_value()),
     }
 }
 

@@ -7,6 +7,7 @@ use super::lock::{self, LockError};
 use super::request;
 use crate::cni;
 use crate::cni::invoke::{self, ExecError, Invocation};
+use crate::cni::json::{self, Json};
 use crate::cni::version;
 use crate::cni::{AppletLookup, CniResult};
 use serde_json::{Map, Value};
@@ -338,10 +339,13 @@ impl Runtime {
                     list.cni_version.as_str()
                 };
                 // Same version: passed on as cached; otherwise converted as libcni's GetAsVersion.
-                if r.get("cniVersion").and_then(Value::as_str) == Some(to) {
+                let cached = Json::from(&r);
+                let declared = json::as_object(&cached, "Result")
+                    .and_then(|o| json::opt_str(&o, "cniVersion", "Result.cniVersion").map(|v| v == Some(to)));
+                if declared == Ok(true) {
                     return Ok(Some(r));
                 }
-                CniResult::from_json(&r)
+                CniResult::from_json(&cached)
                     .and_then(|c| c.to_json(to))
                     .map(Some)
                     .map_err(|e| format!("failed to convert cached result to config version {to:?}: {e}"))

@@ -1,6 +1,7 @@
 //! Network configuration lists (`.conflist`), and single-plugin `.conf`/`.json` files wrapped
 //! into a list, loaded and parsed as libcni does (`libcni/conf.go`).
 use super::names;
+use crate::cni::json::{self, Json};
 use crate::cni::version;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -19,40 +20,16 @@ pub struct PluginConf {
 }
 
 impl PluginConf {
+    /// A plugin object of a list. libcni holds the list as a `map[string]interface{}` and
+    /// decodes each plugin after marshalling it again, which is what `v` (a serde_json map:
+    /// one entry per key, sorted) already is.
     pub fn from_value(v: &Value) -> Result<PluginConf, ConfError> {
         let raw = v
             .as_object()
             .ok_or_else(|| ConfError::Parse(format!("error parsing configuration: expected an object, got {v}")))?
             .clone();
-        let plugin_type = match raw.get("type") {
-            Some(Value::String(t)) if !t.is_empty() => t.clone(),
-            Some(Value::String(_)) | None | Some(Value::Null) => {
-                return Err(ConfError::Parse("error parsing configuration: missing 'type'".into()))
-            }
-            Some(other) => {
-                return Err(ConfError::Parse(format!(
-                    "error parsing configuration: invalid 'type' {other}"
-                )))
-            }
-        };
-        let name = match raw.get("name") {
-            Some(Value::String(n)) if !n.is_empty() => Some(n.clone()),
-            _ => None,
-        };
-        let capabilities = match raw.get("capabilities") {
-            None | Some(Value::Null) => BTreeMap::new(),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
-                ConfError::Parse(format!(
-                    "error parsing configuration: 'capabilities' must map names to booleans: {e}"
-                ))
-            })?,
-        };
-        Ok(PluginConf {
-            raw,
-            plugin_type,
-            name,
-            capabilities,
-        })
+        let decoded = decode_plugin(&Json::from(v))?;
+        Ok(PluginConf { raw, ..decoded })
     }
 
     /// `type="bridge" name="x"` as libcni's `pluginDescription`.
@@ -112,6 +89,69 @@ impl fmt::Display for ConfError {
 
 impl std::error::Error for ConfError {}
 
+/// libcni's `NetworkPluginConfFromBytes`: the object decoded into a `types.PluginConf` with
+/// Go's rules (`"Type"` is the type), which must name a type. `raw` is left empty.
+fn decode_plugin(doc: &Json) -> Result<PluginConf, ConfError> {
+    let go = |e: crate::cni::Error| ConfError::Parse(format!("error parsing configuration: {}", e.msg));
+    let obj = json::as_object(doc, "PluginConf").map_err(go)?;
+    let plugin_type = json::opt_str(&obj, "type", "PluginConf.type")
+        .map_err(go)?
+        .unwrap_or_default();
+    if plugin_type.is_empty() {
+        return Err(ConfError::Parse("error parsing configuration: missing 'type'".into()));
+    }
+    let name = json::opt_str(&obj, "name", "PluginConf.name")
+        .map_err(go)?
+        .filter(|n| !n.is_empty())
+        .map(str::to_string);
+    let mut capabilities = BTreeMap::new();
+    for (k, v) in json::opt_map(&obj, "capabilities", "PluginConf.capabilities", "map[string]bool")
+        .map_err(go)?
+        .unwrap_or_default()
+    {
+        let supported = match v {
+            Json::Bool(b) => *b,
+            Json::Null => false,
+            other => return Err(go(json::type_error(other, "PluginConf.capabilities", "bool"))),
+        };
+        capabilities.insert(k.to_string(), supported);
+    }
+    Ok(PluginConf {
+        raw: Map::new(),
+        plugin_type: plugin_type.to_string(),
+        name,
+        capabilities,
+    })
+}
+
+/// The `name` and `cniVersion` of a single-plugin file, as libcni decodes them from its
+/// bytes (Go's rules, in the order written); the file must be a valid plugin object.
+fn single_plugin_header(bytes: &[u8]) -> Result<(Value, String, String), ConfError> {
+    let parse = |e: String| ConfError::Parse(format!("error parsing configuration: {e}"));
+    let doc = json::parse(bytes).map_err(|e| parse(e.to_string()))?;
+    decode_plugin(&doc)?;
+    let obj = json::as_object(&doc, "PluginConf").map_err(|e| parse(e.msg))?;
+    let text = |k: &str| -> Result<String, ConfError> {
+        Ok(json::opt_str(&obj, k, &format!("PluginConf.{k}"))
+            .map_err(|e| parse(e.msg))?
+            .unwrap_or_default()
+            .to_string())
+    };
+    Ok((doc.to_value(), text("name")?, text("cniVersion")?))
+}
+
+/// The Go type of a value of libcni's `map[string]interface{}`, as its `%T` prints it.
+fn go_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
 fn parse_err(msg: impl fmt::Display) -> ConfError {
     ConfError::Parse(format!("error parsing configuration list: {msg}"))
 }
@@ -126,10 +166,7 @@ fn read_bool(obj: &Map<String, Value>, key: &str) -> Result<bool, ConfError> {
             "false" => Ok(false),
             other => Err(parse_err(format!("invalid value {other:?} for {key}"))),
         },
-        Some(other) => Err(parse_err(format!(
-            "invalid type {} for {key}",
-            crate::cni::json::kind(other)
-        ))),
+        Some(other) => Err(parse_err(format!("invalid type {} for {key}", go_kind(other)))),
     }
 }
 
@@ -139,27 +176,19 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
     let version = match obj.get("cniVersion") {
         None => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(parse_err(format!(
-                "invalid cniVersion type {}",
-                crate::cni::json::kind(other)
-            )))
-        }
+        Some(other) => return Err(parse_err(format!("invalid cniVersion type {}", go_kind(other)))),
     };
     let Some(raw) = obj.get("cniVersions") else {
         return Ok(version);
     };
     let list = raw
         .as_array()
-        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", crate::cni::json::kind(raw))))?;
+        .ok_or_else(|| parse_err(format!("invalid type for cniVersions: {}", go_kind(raw))))?;
     let mut candidates = Vec::new();
     for (i, v) in list.iter().enumerate() {
-        let s = v.as_str().ok_or_else(|| {
-            parse_err(format!(
-                "invalid type for cniVersions index {i}: {}",
-                crate::cni::json::kind(v)
-            ))
-        })?;
+        let s = v
+            .as_str()
+            .ok_or_else(|| parse_err(format!("invalid type for cniVersions index {i}: {}", go_kind(v))))?;
         let parsed =
             version::parse(s).map_err(|e| parse_err(format!("invalid cniVersions entry {s} at index {i}: {e}")))?;
         if parsed <= version::parse(version::CURRENT).expect("CURRENT parses") {
@@ -189,21 +218,19 @@ impl NetworkList {
             .any(|p| p.raw.get("ipam").and_then(|ipam| ipam.get("releaseAfterReboot")) == Some(&Value::Bool(false)))
     }
 
-    /// Parse a conflist (`NetworkConfFromBytes`).
+    /// Parse a conflist (`NetworkConfFromBytes`). libcni decodes the list into a
+    /// `map[string]interface{}` and looks its keys up exactly (`"Name"` is no name there),
+    /// which is what serde_json's map does; only the plugin objects are decoded into a
+    /// struct, with Go's rules ([`decode_plugin`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<NetworkList, ConfError> {
         let v: Value = serde_json::from_slice(bytes).map_err(parse_err)?;
         let obj = v
             .as_object()
-            .ok_or_else(|| parse_err(format!("expected an object, got {}", crate::cni::json::kind(&v))))?;
+            .ok_or_else(|| parse_err(format!("expected an object, got {}", go_kind(&v))))?;
         let name = match obj.get("name") {
             None => return Err(parse_err("no name")),
             Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(parse_err(format!(
-                    "invalid name type {}",
-                    crate::cni::json::kind(other)
-                )))
-            }
+            Some(other) => return Err(parse_err(format!("invalid name type {}", go_kind(other)))),
         };
         let cni_version = select_version(obj)?;
         let disable_check = read_bool(obj, "disableCheck")?;
@@ -215,12 +242,7 @@ impl NetworkList {
             None => return Err(parse_err("`loadOnlyInlinedPlugins` is true, and no 'plugins' key")),
             Some(Value::Array(a)) if a.is_empty() => return Err(parse_err("no plugins in list")),
             Some(Value::Array(a)) => a.clone(),
-            Some(other) => {
-                return Err(parse_err(format!(
-                    "invalid 'plugins' type {}",
-                    crate::cni::json::kind(other)
-                )))
-            }
+            Some(other) => return Err(parse_err(format!("invalid 'plugins' type {}", go_kind(other)))),
         };
         let mut plugins = Vec::with_capacity(raw_plugins.len());
         for (i, p) in raw_plugins.iter().enumerate() {
@@ -242,11 +264,8 @@ impl NetworkList {
     /// Wrap a single-plugin config into a list (`ConfListFromConf`): the list keeps the
     /// plugin's `name` and `cniVersion`, and its bytes are the wrapped list.
     pub fn from_plugin_bytes(bytes: &[u8]) -> Result<NetworkList, ConfError> {
-        let v: Value =
-            serde_json::from_slice(bytes).map_err(|e| ConfError::Parse(format!("error parsing configuration: {e}")))?;
-        PluginConf::from_value(&v)?;
-        let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let wrapped = serde_json::json!({ "name": field("name"), "cniVersion": field("cniVersion"), "plugins": [v] });
+        let (v, name, cni_version) = single_plugin_header(bytes)?;
+        let wrapped = serde_json::json!({ "name": name, "cniVersion": cni_version, "plugins": [v] });
         NetworkList::from_bytes(&serde_json::to_vec(&wrapped).expect("a JSON value serialises"))
     }
 }
@@ -302,8 +321,7 @@ fn list_from_file(path: &Path) -> Result<NetworkList, ConfError> {
             let mut merged: Map<String, Value> = serde_json::from_slice(&list.bytes).map_err(parse_err)?;
             let mut all: Vec<Value> = list.plugins.iter().map(|p| Value::Object(p.raw.clone())).collect();
             for file in &extra {
-                let v: Value = serde_json::from_slice(&read_file(file)?)
-                    .map_err(|e| in_file(file, ConfError::Parse(format!("error parsing configuration: {e}"))))?;
+                let (v, _, _) = single_plugin_header(&read_file(file)?).map_err(|e| in_file(file, e))?;
                 list.plugins
                     .push(PluginConf::from_value(&v).map_err(|e| in_file(file, e))?);
                 all.push(v);
@@ -354,12 +372,10 @@ pub fn load(dir: &Path, name: &str) -> Result<NetworkList, ConfError> {
     }
     for path in &singles {
         let bytes = read_file(path)?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| in_file(path, ConfError::Parse(format!("error parsing configuration: {e}"))))?;
-        if v.get("name").and_then(Value::as_str) == Some(name) {
+        let (_, file_name, _) = single_plugin_header(&bytes).map_err(|e| in_file(path, e))?;
+        if file_name == name {
             return NetworkList::from_plugin_bytes(&bytes).map_err(|e| in_file(path, e));
         }
-        PluginConf::from_value(&v).map_err(|e| in_file(path, e))?;
     }
     Err(ConfError::NotFound {
         dir: dir.to_path_buf(),
@@ -424,7 +440,7 @@ mod tests {
             ),
             (
                 r#"{"name":"n","cniVersion":1,"plugins":[{"type":"a"}]}"#,
-                "error parsing configuration list: invalid cniVersion type number",
+                "error parsing configuration list: invalid cniVersion type float64",
             ),
         ];
         for (text, want) in cases {

@@ -11,6 +11,7 @@
 //! Conflicts are errors, not silently resolved: two attachments on the primary interface,
 //! or one address reported by two attachments.
 use super::cache::Entry;
+use crate::cni::json::{self, Json};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
@@ -89,22 +90,25 @@ fn address(text: &str) -> Result<IpAddr, String> {
     ip.parse().map_err(|e| format!("invalid address {text:?}: {e}"))
 }
 
-/// Every address of a result, in order, in any spec version's shape.
+/// Every address of a result, in order, in any spec version's shape (read as Go decodes a
+/// result: keys matched case-insensitively).
 pub fn result_ips(result: &Value) -> Result<Vec<IpAddr>, String> {
+    let doc = Json::from(result);
+    let obj = json::as_object(&doc, "Result").map_err(|e| e.msg)?;
     let mut out = Vec::new();
-    if let Some(ips) = result.get("ips").and_then(Value::as_array) {
-        for ip in ips {
-            let text = ip
-                .get("address")
-                .and_then(Value::as_str)
-                .ok_or("an ips entry has no address")?;
-            out.push(address(text)?);
-        }
+    for ip in json::opt_array(&obj, "ips", "Result.ips").map_err(|e| e.msg)? {
+        let entry = json::as_object(ip, "IPConfig").map_err(|e| e.msg)?;
+        let text = json::opt_str(&entry, "address", "IPConfig.address")
+            .map_err(|e| e.msg)?
+            .ok_or("an ips entry has no address")?;
+        out.push(address(text)?);
     }
     // 0.1.0/0.2.0 results
     for family in ["ip4", "ip6"] {
-        if let Some(text) = result.get(family).and_then(|v| v.get("ip")).and_then(Value::as_str) {
-            out.push(address(text)?);
+        if let Some(ipc) = json::opt_ptr_object(&obj, family, "Result.ip4", "*types020.IPConfig").map_err(|e| e.msg)? {
+            if let Some(text) = json::opt_str(&ipc, "ip", "IPConfig.ip").map_err(|e| e.msg)? {
+                out.push(address(text)?);
+            }
         }
     }
     let mut seen = Vec::new();

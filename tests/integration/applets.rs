@@ -1,26 +1,10 @@
 //! The multicall binary: applet table, argv[0] dispatch, `--list`, `install`.
 use crate::common;
 
+use cnibox::applets::{Kind, APPLETS};
 use common::{cnibox, run_ok};
 use std::os::unix::fs::symlink;
 use std::process::Command;
-
-/// Every applet the product promises (issue texts); `--list` must show exactly these.
-const EXPECTED: &[&str] = &[
-    "bridge",
-    "veth",
-    "ptp",
-    "macvlan",
-    "loopback",
-    "tuning",
-    "bandwidth",
-    "firewall",
-    "portmap",
-    "host-local",
-    "cnitool",
-    "oci-hook",
-    "oci-wrap",
-];
 
 fn listed() -> Vec<String> {
     run_ok(Command::new(cnibox()).arg("--list"))
@@ -36,9 +20,39 @@ fn list_shows_every_applet_once() {
     got.sort();
     got.dedup();
     assert_eq!(got.len(), n, "duplicate applet names: {got:?}");
-    let mut want: Vec<String> = EXPECTED.iter().map(|s| s.to_string()).collect();
+    // the applet table is the one list of applets; the binary must answer to all of it
+    let mut want: Vec<String> = APPLETS.iter().map(|a| a.name.to_string()).collect();
     want.sort();
     assert_eq!(got, want);
+}
+
+/// The tests every plugin applet owes, held to by its row in the applet table alone: its
+/// module is named after it (`host-local` -> `host_local`, as the Makefile's release pass
+/// finds it) and has a `del_matrix` test (DEL in every situation and spec version) and a
+/// `common_keys` test (how it reads the keys every config shares).
+#[test]
+fn every_plugin_applet_has_its_del_matrix_and_common_keys() {
+    let me = std::env::current_exe().unwrap();
+    // test names as this binary lists them; a module named with a keyword is `r#name`
+    let tests: Vec<String> = run_ok(Command::new(me).arg("--list"))
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(|t| t.replace("r#", ""))
+        .collect();
+    let mut missing = vec![];
+    for applet in APPLETS.iter().filter(|a| matches!(a.kind, Kind::Plugin(_))) {
+        let module = format!("{}::", applet.name.replace('-', "_"));
+        for owed in ["del_matrix", "common_keys"] {
+            let suffix = format!("::{owed}");
+            if !tests.iter().any(|t| t.starts_with(&module) && t.ends_with(&suffix)) {
+                missing.push(format!("{module}…{suffix}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "plugin applets without the tests they owe: {missing:?}"
+    );
 }
 
 /// Each name dispatches when the binary is called under it (symlink) and as `cnibox NAME`:

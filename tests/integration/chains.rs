@@ -428,3 +428,128 @@ fn plugins_d_examples_chain() {
         assert!(del.ok(), "{file}: {del:?}");
     }
 }
+
+/// Everything of the node an attachment can leave: host links, addresses and routes, the
+/// nf_tables and iptables rules, tc objects, reservations, tuning's and the firewall's
+/// files. Compared after DEL with what a clean ADD and DEL of another container leave (the
+/// bridge and the plugins' shared tables and chains stay, as in the reference).
+fn node_state(w: &World, network: &str) -> Value {
+    let tc = Command::new("tc")
+        .args(["-j", "-n", &w.env.host.name, "qdisc", "show"])
+        .output()
+        .unwrap();
+    let nft = w.env.host.command("nft").args(["list", "ruleset"]).output().unwrap();
+    let ipt = w.env.host.command("iptables-save").output().unwrap();
+    let files = |dir: PathBuf| common::read_dir_map(&dir).into_keys().collect::<Vec<_>>();
+    json!({
+        "host_links": plugin_state::links(&w.env.host),
+        "host_addrs": plugin_state::addrs(&w.env.host),
+        "host_routes": plugin_state::routes(&w.env.host),
+        "qdiscs": serde_json::from_slice::<Value>(&tc.stdout).unwrap_or(json!([])),
+        "nft": String::from_utf8_lossy(&nft.stdout).lines().filter(|l| l.contains("cni") || l.contains("CNI")).collect::<Vec<_>>(),
+        "iptables": String::from_utf8_lossy(&ipt.stdout).lines().filter(|l| !l.starts_with('#')).map(|l| l.split(" [").next().unwrap().to_string()).collect::<Vec<_>>(),
+        "reservations": plugin_state::reservations(&w.env, network),
+        "tuning": files(w.tuning_dir()),
+        "firewall": files(w.firewall_dir()),
+    })
+}
+
+/// The node after a clean ADD and DEL of a warm-up container on the valid chain.
+fn warm_baseline(w: &World) -> Value {
+    w.write("10-refused.conflist", &refusing_chain(w, false));
+    let ns = w.env.container();
+    ok(
+        w.libcni("add", "refused", ns.path_str(), "warm", "eth0", &refusing_caps(false)),
+        "warm ADD",
+    );
+    ok(
+        w.libcni("del", "refused", ns.path_str(), "warm", "eth0", &refusing_caps(false)),
+        "warm DEL",
+    );
+    node_state(w, "refused")
+}
+
+/// A chain of every cnibox plugin with valid settings, and the same chain with a value
+/// each plugin's ADD refuses: a VLAN id out of range (bridge), a `txQLen` of the wrong type
+/// (tuning), an unknown ingress policy (firewall).
+fn refusing_chain(w: &World, refuse: bool) -> Value {
+    let mut list = json!({
+        "cniVersion": "1.0.0",
+        "name": "refused",
+        "plugins": [
+            {"type": "bridge", "bridge": "cnirf0", "isGateway": true, "ipMasq": true,
+             "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.23.0.0/24"}]], "dataDir": w.data_dir()}},
+            {"type": "portmap", "capabilities": {"portMappings": true}},
+            {"type": "bandwidth", "capabilities": {"bandwidth": true}},
+            {"type": "tuning", "dataDir": w.tuning_dir(), "mtu": 1400},
+            {"type": "firewall", "backend": "iptables", "dataDir": w.firewall_dir()}
+        ]
+    });
+    if refuse {
+        list["plugins"][0]["vlan"] = json!(99999);
+        list["plugins"][3]["txQLen"] = json!("long");
+        list["plugins"][4]["ingressPolicy"] = json!("bogus");
+    }
+    list
+}
+
+/// Capability args ADD accepts, or ones portmap and bandwidth refuse: a container port 0,
+/// an unknown protocol, a rate of the wrong type.
+fn refusing_caps(refuse: bool) -> Value {
+    match refuse {
+        false => json!({
+            "portMappings": [{"hostPort": 8181, "containerPort": 80, "protocol": "tcp"}],
+            "bandwidth": {"ingressRate": 1000000, "ingressBurst": 100000, "egressRate": 1000000, "egressBurst": 100000}
+        }),
+        true => json!({
+            "portMappings": [{"hostPort": 8181, "containerPort": 0, "protocol": "tcpx"}],
+            "bandwidth": {"ingressRate": "fast", "ingressBurst": 100000}
+        }),
+    }
+}
+
+/// Before: a DEL whose config held a value ADD refuses failed (as the reference's does, for
+/// ever), so containerd's retries never ended and the attachment's veth, address, rules,
+/// qdiscs and records stayed. Now DEL undoes everything and succeeds.
+#[test]
+fn a_del_whose_config_add_would_refuse_still_removes_everything() {
+    let Some(w) = World::new(Side::AllCnibox) else {
+        return;
+    };
+    let before = warm_baseline(&w);
+    let ns = w.env.container();
+    ok(
+        w.libcni("add", "refused", ns.path_str(), "rf1", "eth0", &refusing_caps(false)),
+        "ADD",
+    );
+    assert_ne!(node_state(&w, "refused"), before, "ADD made nothing");
+    w.write("10-refused.conflist", &refusing_chain(&w, true));
+    let out = w.libcni("del", "refused", ns.path_str(), "rf1", "eth0", &refusing_caps(true));
+    ok(out, "DEL with a config ADD refuses");
+    assert_eq!(node_state(&w, "refused"), before, "DEL left something behind");
+    assert_eq!(ns.links(), ["lo"]);
+}
+
+/// Before: containerd's cleanup DEL after a failed ADD failed the same way as the ADD
+/// (portmap: "Invalid container port number: 0"), so the bridge's veth and the address
+/// bridge had reserved before portmap failed stayed. Now the cleanup DEL succeeds and
+/// leaves the node as it was.
+#[test]
+fn the_cleanup_del_after_a_refused_add_succeeds_and_leaves_nothing() {
+    let Some(w) = World::new(Side::AllCnibox) else {
+        return;
+    };
+    let before = warm_baseline(&w);
+    let ns = w.env.container();
+    let add = w.libcni("add", "refused", ns.path_str(), "rf2", "eth0", &refusing_caps(true));
+    assert!(!add.ok(), "ADD with a container port 0 succeeded: {add:?}");
+    assert!(add.stderr.contains("Invalid container port number: 0"), "{add:?}");
+    let del = w.libcni("del", "refused", ns.path_str(), "rf2", "eth0", &refusing_caps(true));
+    ok(del, "the cleanup DEL");
+    assert_eq!(
+        node_state(&w, "refused"),
+        before,
+        "the failed ADD and its DEL left something behind"
+    );
+    assert_eq!(ns.links(), ["lo"]);
+}

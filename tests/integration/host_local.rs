@@ -685,3 +685,21 @@ fn killed_adds_leave_a_consistent_store() {
     assert!(left.is_empty(), "{left:?}");
     assert!(!dir.join(".cnibox-reserve.tmp").exists());
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "host-local",
+        keys: json!({}),
+        attachment: Attachment::Addresses,
+    });
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("host-local");
+}

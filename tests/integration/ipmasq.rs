@@ -1,7 +1,7 @@
 //! Masquerade rules in a private network namespace, for both backends.
 use crate::common;
 
-use cnibox::plugins::ipmasq::{self, Attachment, Backend};
+use cnibox::firewall_rules::ipmasq::{self, Attachment, Backend};
 use ipnetwork::IpNetwork;
 use std::process::Command;
 

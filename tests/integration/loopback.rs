@@ -152,10 +152,13 @@ fn chained_passes_prev_result_through_like_the_reference() {
             outs.push(out.success());
         }
         assert_eq!(outs[0], outs[1], "{v}");
-        let expected = cnibox::cni::CniResult::from_prev_result(&prev_result(v, "/var/run/netns/x"), v)
-            .unwrap()
-            .to_json(v)
-            .unwrap();
+        let expected = cnibox::cni::CniResult::from_prev_result(
+            &cnibox::cni::json::Json::from(&prev_result(v, "/var/run/netns/x")),
+            v,
+        )
+        .unwrap()
+        .to_json(v)
+        .unwrap();
         assert_eq!(outs[0], expected, "{v}");
     }
 }
@@ -249,4 +252,10 @@ fn differential_against_the_reference() {
             "{v} kernel state"
         );
     }
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("loopback");
 }

@@ -1013,3 +1013,21 @@ fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
         }
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "macvlan",
+        keys: json!({"master": del_matrix::MASTER}),
+        attachment: Attachment::InterfaceOnMaster,
+    });
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("macvlan");
+}

@@ -3,25 +3,24 @@
 //! container namespaces with `common` (see its header); nothing touches the real host.
 //!
 //! Where a new test goes:
-//! * **A plugin's behaviour** (ADD/CHECK/DEL/GC/STATUS in namespaces, error paths, every
-//!   spec version): the plugin's module. A plugin with one file is `<plugin>.rs`
-//!   (`veth.rs`, `macvlan.rs`, `loopback.rs`, `tuning.rs`, `bandwidth.rs`, `host_local.rs`);
-//!   a plugin with several is a directory `<plugin>/` with `behaviour.rs` for this
-//!   (`bridge/`, `portmap/`, `firewall/`). A new plugin starts as `<plugin>.rs` and becomes a
-//!   directory when it gets a second file.
+//! * **An applet's behaviour** (ADD/CHECK/DEL/GC/STATUS in namespaces, error paths, every
+//!   spec version): the module named after the applet (`-` as `_`: the Makefile's release
+//!   pass finds it by the names `cnibox --list` prints). An applet with one file is
+//!   `<applet>.rs` (e.g. `veth.rs`, `host_local.rs`); one with several is a directory
+//!   `<applet>/` with `behaviour.rs` for this (e.g. `bridge/`). A new applet starts as
+//!   `<applet>.rs` and becomes a directory when it gets a second file.
+//! * **What every plugin applet owes**, in its module (checked against the applet table by
+//!   `applets::every_plugin_applet_has_its_del_matrix_and_common_keys`): `del_matrix` (DEL in
+//!   every situation and version; the interface and IPAM applets run the shared matrix,
+//!   `reliability::del_matrix::run`, where a new situation goes) and `common_keys` (how it
+//!   answers the keys every config shares, mistyped, as its reference does:
+//!   `common_keys::same_as_the_reference`). A plugin's own DEL
+//!   states sit beside them (e.g. `veth::del_is_idempotent_in_every_state`).
 //! * **A differential test** (same input to cnibox and Debian's Go reference in
-//!   /usr/lib/cni, results and kernel/disk state compared): `<plugin>/differential.rs`
-//!   where the plugin has a directory (`bridge/`, `portmap/`); otherwise next to the
-//!   plugin's other tests in `<plugin>.rs` (veth, macvlan, loopback, tuning, bandwidth,
-//!   host_local, firewall/behaviour.rs hold theirs inline). When a plugin's differential
-//!   tests outgrow a few cases, split them out into `<plugin>/differential.rs`.
-//! * **DEL idempotency**: the cross-plugin matrix (every plugin × every spec version × every
-//!   situation a runtime produces) is `reliability/del_matrix.rs`; add a new situation
-//!   there. A plugin's own DEL matrix, for states only that plugin has, sits in its module:
-//!   `bridge::behaviour::del_idempotency_matrix`, `veth::del_is_idempotent_in_every_state`,
-//!   `macvlan::del_is_idempotent_in_every_state`, `loopback::del_matrix` and
-//!   `portmap::behaviour::del_matrix`. A new plugin gets a row in
-//!   `reliability/del_matrix.rs` first.
+//!   /usr/lib/cni, results and kernel/disk state compared): `<applet>/differential.rs`
+//!   where the applet has a directory; otherwise next to its other tests in `<applet>.rs`.
+//!   When an applet's differential tests outgrow a few cases, split them out into
+//!   `<applet>/differential.rs` (the release pass skips `differential::`).
 //! * **Fuzz and hostile input**: a new target in `reliability/fuzz.rs` (the generators and
 //!   mutators are the shared `fuzz` module); a malformed input found once becomes a file in
 //!   `tests/corpus/<target>/` plus its line in `tests/corpus/MANIFEST` (run by
@@ -32,8 +31,8 @@
 //!   went wrong before.
 //! * **The layers under the plugins**: netlink against the kernel in `netlink/`
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
-//!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the keys every
-//!   config shares in `common_keys.rs`.
+//!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
+//!   keys every config shares in `common_keys.rs`.
 //! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
 //!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
 //!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
@@ -52,8 +51,8 @@
 //! `tests/corpus/`, `tests/interop/` (the libcni runtime in Go), `tests/plugins/` (the
 //! recording plugin script).
 //!
-//! `make test` runs this binary, then the plugin and hook modules again against the release
-//! binary (`CNIBOX_TEST_BIN`, a filter on module paths in the Makefile's `RELEASE_TESTS`).
+//! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
+//! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
 //! Pick one area with `cargo test --test integration -- veth::`.
 //!
 //! The one test outside this binary is `tests/single_thread.rs`: it needs a process of its

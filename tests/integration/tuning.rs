@@ -494,17 +494,29 @@ fn del_matrix() {
 
 /// DEL reads the config (its errors are the reference's), but nothing else can fail it.
 #[test]
+/// A config ADD refuses does not stop DEL (the reference's DEL fails on it, for ever):
+/// the refusal goes to stderr and the saved values are put back from the default dataDir.
 fn del_config_errors() {
     let w = World::new();
     let c = w.conf("1.0.0", &json!({"mtu": "x"}));
-    assert_eq!(
-        w.run(false, "DEL", &c, "").unwrap().failure(999),
-        "failed to load netconf: json: cannot unmarshal string into Go struct field TuningConf.mtu of type int"
+    let out = w.run(false, "DEL", &c, "").unwrap();
+    out.success();
+    assert!(
+        out.stderr.contains(
+            "failed to load netconf: json: cannot unmarshal string into Go struct field TuningConf.mtu of type int"
+        ),
+        "{out:?}"
     );
     std::fs::create_dir_all(&w.data_dir).unwrap();
     std::fs::write(w.data_dir.join("dummy_eth0.json"), "not json").unwrap();
     w.run(false, "DEL", &w.conf("1.0.0", &json!({})), "").unwrap().success();
     assert_eq!(w.saved(), None);
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("tuning");
 }
 
 // ---- the sysctl allowlist (/etc/cni/tuning/allowlist.conf, as the reference since v1.2.0) --

@@ -934,3 +934,21 @@ fn both_veth_macs_are_set_at_creation_so_udev_keeps_them() {
         assert_clean(&env, Some(&ns), v);
     }
 }
+
+/// DEL in every situation a runtime produces, in every spec version: the shared matrix
+/// (`reliability::del_matrix`).
+#[test]
+fn del_matrix() {
+    use crate::reliability::del_matrix::{self, Attachment, Subject};
+    del_matrix::run(Subject {
+        applet: "veth",
+        keys: json!({"ipMasq": true}),
+        attachment: Attachment::Interface,
+    });
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("veth");
+}

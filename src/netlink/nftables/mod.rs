@@ -122,6 +122,33 @@ impl Nftables {
         self.sock.commit(tx.batch)
     }
 
+    /// Reads, plans and commits a change: `plan` reads what it needs and returns the
+    /// transaction (empty: nothing to do). While the kernel refuses the commit because the
+    /// ruleset changed since the read ([`Error::is_stale_plan`](crate::netlink::Error::is_stale_plan)),
+    /// it reads and plans again, up to `attempts` times. A failed plan is returned as it
+    /// is; a failed commit, or the last refusal when every attempt was refused, through
+    /// `commit_error`.
+    pub fn commit_planned<E>(
+        &self,
+        attempts: usize,
+        mut plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
+        commit_error: impl Fn(crate::netlink::Error) -> E,
+    ) -> std::result::Result<(), E> {
+        let mut refused = None;
+        for _ in 0..attempts {
+            let tx = plan(self)?;
+            if tx.is_empty() {
+                return Ok(());
+            }
+            match self.commit(tx) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_stale_plan() => refused = Some(e),
+                Err(e) => return Err(commit_error(e)),
+            }
+        }
+        Err(commit_error(refused.expect("at least one attempt")))
+    }
+
     /// The ruleset's generation: it changes with every commit in the namespace (by anyone:
     /// nft, iptables-nft, another plugin). Read before reading what a change is planned
     /// on, and given to [`Transaction::only_if_generation`].

@@ -117,6 +117,19 @@ pub struct Rule<'a> {
     pub comment: Option<&'a str>,
 }
 
+impl<'a> Rule<'a> {
+    /// A rule of `chain` in `table` of `family`: how every shape builds its rules.
+    pub fn new(family: Family, table: &'a str, chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Self {
+        Rule {
+            family,
+            table,
+            chain,
+            exprs,
+            comment,
+        }
+    }
+}
+
 /// A chain as dumped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainInfo {

@@ -3,30 +3,30 @@
 use super::config::NetConf;
 use crate::cni::result::Interface;
 use crate::cni::{delegate, CniResult, Error, Request};
-use crate::netlink::{Handle, Link};
+use crate::netlink::{Handle, Link, LinkKind};
 use crate::netns::Netns;
-use crate::plugins::check as plugin_check;
-use crate::plugins::iface;
+use crate::plugin_kit::check_preamble;
+use crate::plugin_kit::iface;
 
 pub fn check(req: &Request, conf: &NetConf) -> Result<(), Error> {
-    let netns = crate::plugins::netns_open::container(&req.netns)?;
+    let netns = crate::plugin_kit::netns_open::container(&req.netns)?;
     // The reference delegates unconditionally, so an L2 config fails with "no plugin name
     // provided"; there is nothing to check without IPAM.
     if let Some(ipam) = &conf.ipam_type {
         delegate::check(ipam, req)?;
     }
-    let prev = plugin_check::prev_result(req, "Required prevResult missing")?;
+    let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
     verify(req, conf, &netns, &prev)
 }
 
 fn verify(req: &Request, conf: &NetConf, netns: &Netns, prev: &CniResult) -> Result<(), Error> {
     let empty = Interface::default();
     let br_entry = prev.interfaces.iter().find(|i| i.name == conf.bridge).unwrap_or(&empty);
-    let cont_entry = &plugin_check::container_entry(req, prev);
+    let cont_entry = &check_preamble::container_entry(req, prev);
 
     let host = Handle::current()?;
     let bridge = check_bridge(&host, br_entry, conf)?;
-    plugin_check::check_sandbox(req, cont_entry)?;
+    check_preamble::check_sandbox(req, cont_entry)?;
     let cont_h = Handle::open(netns)?;
     let container = check_container(&cont_h, cont_entry)?;
 
@@ -83,7 +83,7 @@ fn mac_differs(intf: &Interface, link: &Link) -> bool {
 
 fn check_bridge(h: &Handle, intf: &Interface, conf: &NetConf) -> Result<Link, Error> {
     let link = lookup(h, intf, false)?;
-    if link.kind.as_deref() != Some("bridge") {
+    if !matches!(link.kind, Some(LinkKind::Bridge(_))) {
         return Err(Error::internal(format!(
             "Interface {} does not have link type of bridge",
             intf.name
@@ -107,7 +107,7 @@ fn check_bridge(h: &Handle, intf: &Interface, conf: &NetConf) -> Result<Link, Er
 
 fn check_container(h: &Handle, intf: &Interface) -> Result<Link, Error> {
     let link = lookup(h, intf, true)?;
-    if link.kind.as_deref() != Some("veth") {
+    if link.kind != Some(LinkKind::Veth) {
         return Err(Error::internal(format!(
             "Error: Container interface {} not of type veth",
             link.name
@@ -134,7 +134,7 @@ fn check_container(h: &Handle, intf: &Interface) -> Result<Link, Error> {
 /// interfaces that are not veths, or are someone else's, are skipped (false).
 fn check_host_veth(h: &Handle, intf: &Interface, bridge: &Link, container: &Link) -> Result<bool, Error> {
     let link = lookup(h, intf, false)?;
-    if link.kind.as_deref() != Some("veth") {
+    if link.kind != Some(LinkKind::Veth) {
         return Ok(false);
     }
     let Some(peer) = link.peer_index else {

@@ -3,9 +3,9 @@
 //! error naming the field), plus the reference's validation and messages.
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::{Fields, Json};
 use crate::cni::result::Dns;
 use crate::cni::{Error, Request};
-use serde_json::{Map, Value};
 
 /// `bridge` when the config names none.
 pub const DEFAULT_BRIDGE: &str = "cni0";
@@ -65,13 +65,13 @@ fn failed_to_load(e: Error) -> Error {
     e.context("failed to load netconf")
 }
 
-fn bool_key(obj: &Map<String, Value>, key: &str) -> Result<bool, Error> {
+fn bool_key(obj: &Fields, key: &str) -> Result<bool, Error> {
     json::opt_bool(obj, key, &format!("NetConf.{key}"))
         .map(|b| b.unwrap_or(false))
         .map_err(failed_to_load)
 }
 
-fn int_key(obj: &Map<String, Value>, key: &str) -> Result<i64, Error> {
+fn int_key(obj: &Fields, key: &str) -> Result<i64, Error> {
     json::opt_int(obj, key, &format!("NetConf.{key}"))
         .map(|n| n.unwrap_or(0))
         .map_err(failed_to_load)
@@ -80,6 +80,7 @@ fn int_key(obj: &Map<String, Value>, key: &str) -> Result<i64, Error> {
 /// Parse and validate the config of a request (every verb: CNI_ARGS errors fail DEL too, as
 /// in the reference, whose `loadNetConf` parses them).
 pub fn load(req: &Request) -> Result<NetConf, Error> {
+    cniconf::check_net_conf(&req.config, "NetConf").map_err(failed_to_load)?;
     let obj = json::as_object(&req.config, "NetConf").map_err(failed_to_load)?;
     let bridge = json::opt_str(&obj, "bridge", "NetConf.bridge")
         .map_err(failed_to_load)?
@@ -95,7 +96,9 @@ pub fn load(req: &Request) -> Result<NetConf, Error> {
         .map_err(failed_to_load)?
         .filter(|b| !b.is_empty())
         .map(str::to_string);
-    let trunk_value = obj.get("vlanTrunk").filter(|v| !v.is_null());
+    // a pointer-free slice: `null` clears it, and presence alone (even `[]`) turns VLAN
+    // filtering on
+    let trunk_value = json::opt_raw(&obj, "vlanTrunk");
     let mut conf = NetConf {
         network: req.name.clone(),
         bridge,
@@ -131,11 +134,50 @@ pub fn load(req: &Request) -> Result<NetConf, Error> {
     Ok(conf)
 }
 
+/// What DEL needs of a config [`load`] refuses even when read leniently (a VLAN id out of
+/// range, a bad `CNI_ARGS` MAC): the bridge, the masquerade and spoof-check settings and the
+/// IPAM type, each read on its own so one bad member costs only itself.
+pub fn for_del(req: &Request) -> NetConf {
+    let obj = json::as_object(&req.config, "NetConf").unwrap_or_default();
+    let flag = |key: &str| bool_key(&obj, key).unwrap_or(false);
+    NetConf {
+        network: req.name.clone(),
+        bridge: json::opt_str(&obj, "bridge", "NetConf.bridge")
+            .ok()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .unwrap_or(DEFAULT_BRIDGE)
+            .to_string(),
+        is_gateway: false,
+        is_default_gateway: false,
+        force_address: false,
+        ip_masq: flag("ipMasq"),
+        ip_masq_backend: json::opt_str(&obj, "ipMasqBackend", "NetConf.ipMasqBackend")
+            .ok()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .map(str::to_string),
+        mtu: None,
+        hairpin: false,
+        promisc: false,
+        vlan: 0,
+        vlan_trunk: None,
+        preserve_default_vlan: false,
+        enable_dad: false,
+        macspoofchk: flag("macspoofchk"),
+        disable_container_interface: flag("disableContainerInterface"),
+        port_isolation: false,
+        ipam_type: cniconf::ipam_type(&req.config).ok().flatten(),
+        dns: Dns::default(),
+        mac: None,
+    }
+}
+
 /// `vlanTrunk`: `[{"id": N} | {"minID": A, "maxID": B} | both]`, as the reference reads it
 /// (ranges first, then the single id of the same entry), sorted and de-duplicated.
-pub fn parse_trunk(v: &Value) -> Result<Vec<u16>, Error> {
+pub fn parse_trunk(v: &Json) -> Result<Vec<u16>, Error> {
     let items = match v {
-        Value::Array(items) => items,
+        Json::Array(items) => items,
         other => {
             return Err(failed_to_load(json::type_error(
                 other,
@@ -148,7 +190,11 @@ pub fn parse_trunk(v: &Value) -> Result<Vec<u16>, Error> {
     let mut vids = std::collections::BTreeSet::new();
     for item in items {
         let obj = json::as_object(item, "NetConf.vlanTrunk").map_err(failed_to_load)?;
-        let field = |k: &str| json::opt_int(&obj, k, &format!("VlanTrunk.{k}")).map_err(failed_to_load);
+        // `*int` members: `null` clears them
+        let field = |k: &str| {
+            let path = format!("VlanTrunk.{k}");
+            json::nullable_field(&obj, k, "*int", |v| json::int_of(v, &path, "int")).map_err(failed_to_load)
+        };
         let (min, max, id) = (field("minID")?, field("maxID")?, field("id")?);
         match (min, max) {
             (Some(min), Some(max)) => {
@@ -204,7 +250,7 @@ pub fn validate_for_add(conf: &NetConf) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn req(config: Value, cni_args: &str) -> Request {
         Request {
@@ -217,7 +263,7 @@ mod tests {
             stdin: config.to_string().into_bytes(),
             name: "n".into(),
             cni_version: "1.0.0".into(),
-            config,
+            config: config.into(),
             applets: None,
         }
     }
@@ -256,7 +302,7 @@ mod tests {
 
     #[test]
     fn trunk_table() {
-        let t = |v: Value| parse_trunk(&v);
+        let t = |v: Value| parse_trunk(&v.into());
         assert_eq!(t(json!([])).unwrap(), Vec::<u16>::new());
         assert_eq!(
             t(json!([{"minID": 100, "maxID": 103}])).unwrap(),

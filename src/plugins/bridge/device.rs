@@ -4,7 +4,8 @@
 use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
-    self, AddrOptions, BridgeSpec, Family, Handle, Link, MacAddr, OperState, PortFlags, PortVlan, VethError, VethSpec,
+    self, AddrOptions, BridgeSpec, Family, Handle, Link, LinkKind, MacAddr, OperState, PortFlags, PortVlan, VethError,
+    VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
@@ -26,7 +27,7 @@ fn not_a_bridge(name: &str) -> Error {
 }
 
 fn check_is_bridge(link: Link, name: &str) -> Result<Link, Error> {
-    if link.kind.as_deref() == Some("bridge") {
+    if matches!(link.kind, Some(LinkKind::Bridge(_))) {
         Ok(link)
     } else {
         Err(not_a_bridge(name))

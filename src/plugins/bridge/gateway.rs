@@ -79,7 +79,7 @@ mod tests {
             stdin: vec![],
             name: "n".into(),
             cni_version: "1.0.0".into(),
-            config: serde_json::json!({"isGateway": gw, "isDefaultGateway": default_gw}),
+            config: serde_json::json!({"isGateway": gw, "isDefaultGateway": default_gw}).into(),
             applets: None,
         };
         super::super::config::load(&req).unwrap()

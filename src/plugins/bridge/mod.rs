@@ -21,11 +21,12 @@ pub mod gateway;
 
 use crate::cni::result::Interface;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{Handle, Link, MacAddr};
+use crate::firewall_rules::{ipmasq, spoofcheck};
+use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 use crate::netns::Netns;
-use crate::plugins::rollback::Rollback;
-use crate::plugins::teardown::Teardown;
-use crate::plugins::{container_link, iface, ipmasq, l3, spoofcheck};
+use crate::plugin_kit::rollback::Rollback;
+use crate::plugin_kit::teardown::Teardown;
+use crate::plugin_kit::{container_link, iface, ipam_delegation};
 use crate::sysctl;
 use config::NetConf;
 use ipnetwork::IpNetwork;
@@ -43,7 +44,7 @@ impl Plugin for Bridge {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = config::load(req)?;
+        let conf = cniconf::del_config("bridge", || config::load(req), || config::for_del(req));
         del(req, &conf)
     }
 
@@ -91,7 +92,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
 
     let host = Handle::current()?;
     let bridge = device::ensure_bridge(&host, conf)?;
-    let netns = crate::plugins::netns_open::container(&req.netns)?;
+    let netns = crate::plugin_kit::netns_open::container(&req.netns)?;
     let cont = Handle::open(&netns)?;
 
     let mut rollback = Rollback::new();
@@ -136,7 +137,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     }
 
     if let Some(ipam) = &conf.ipam_type {
-        let ipam_result = l3::add(ipam, req, &mut rollback)?;
+        let ipam_result = ipam_delegation::add(ipam, req, &mut rollback)?;
         // On failure the veth goes before the address is released (as DEL orders it), so
         // no other ADD can be handed the address while it is still configured here.
         rollback.push(format!("delete veth {} before releasing", host_veth.name), move || {
@@ -149,9 +150,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         if let Some(backend) = masq_backend {
             let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
             rollback.push("tear down masquerade rules", || {
-                ipmasq::teardown(l3::masq_attachment(req)).map_err(|e| e.to_string())
+                ipmasq::teardown(ipam_delegation::masq_attachment(req)).map_err(|e| e.to_string())
             });
-            ipmasq::setup(backend, l3::masq_attachment(req), &addrs)?;
+            ipmasq::setup(backend, ipam_delegation::masq_attachment(req), &addrs)?;
         }
         let gateways = gateway::apply(&mut result, conf);
 
@@ -240,7 +241,7 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
         teardown.step(spoofcheck::teardown(spoof_attachment(req)));
     }
     if conf.is_layer3() && conf.ip_masq {
-        teardown.step(ipmasq::teardown(l3::masq_attachment(req)));
+        teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req)));
     }
     let prev = container_link::prev_result(req, "bridge");
     let removed = container_link::delete(req, prev.as_ref(), "veth");
@@ -272,7 +273,7 @@ fn delete_host_end(prev: &CniResult, conf: &NetConf) -> Result<(), Error> {
         let Some(link) = host.link_by_name(&port.name)? else {
             continue;
         };
-        let ours = link.kind.as_deref() == Some("veth")
+        let ours = link.kind == Some(LinkKind::Veth)
             && link.master == Some(bridge.index)
             && port.mac.is_some()
             && link.mac.map(|m| m.to_string()) == port.mac;
@@ -293,5 +294,5 @@ fn delete_host_end(prev: &CniResult, conf: &NetConf) -> Result<(), Error> {
 /// GC: stale masquerade rules of this network, then IPAM's own.
 fn gc(req: &Request) -> Result<(), Error> {
     let ipam = cniconf::ipam_type(&req.config)?;
-    l3::gc(req, ipam.as_deref(), true)
+    ipam_delegation::gc(req, ipam.as_deref(), true)
 }

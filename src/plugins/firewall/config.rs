@@ -57,6 +57,18 @@ pub struct Conf {
     pub ingress: Result<IngressPolicy, String>,
 }
 
+/// The reference's defaults: what a config without the firewall's own keys means.
+impl Default for Conf {
+    fn default() -> Conf {
+        Conf {
+            backend: BackendSetting::Known(Backend::Iptables),
+            admin_chain: DEFAULT_ADMIN_CHAIN.to_string(),
+            data_dir: super::records::DEFAULT_DATA_DIR.into(),
+            ingress: Ok(IngressPolicy::Open),
+        }
+    }
+}
+
 /// The reference's default admin chain.
 pub const DEFAULT_ADMIN_CHAIN: &str = "CNI-ADMIN";
 /// iptables chain names are at most 28 characters (XT_EXTENSION_MAXNAMELEN - 1).
@@ -64,6 +76,7 @@ pub const CHAIN_NAME_MAX: usize = 28;
 
 pub fn load(req: &Request) -> Result<Conf, Error> {
     let ctx = "failed to load netconf";
+    crate::cni::config::check_net_conf(&req.config, "FirewallNetConf").map_err(|e| e.context(ctx))?;
     let obj = json::as_object(&req.config, "FirewallNetConf").map_err(|e| e.context(ctx))?;
     let text = |key: &str| -> Result<String, Error> {
         Ok(json::opt_str(&obj, key, &format!("FirewallNetConf.{key}"))

@@ -29,7 +29,7 @@
 //! another netfilter table or base chain on the forward hook (an nftables table of its own).
 use super::config::IngressPolicy;
 use crate::cni::version::go_list;
-use crate::plugins::xtables::{Family, Script, Table};
+use crate::firewall_rules::iptables::save_restore::{Family, Script, Table};
 use std::net::IpAddr;
 
 pub const TABLE: &str = "filter";
@@ -238,7 +238,7 @@ pub fn check(t: &Table, setup: &Setup) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::xtables::split_rule;
+    use crate::firewall_rules::iptables::save_restore::split_rule;
 
     /// What the reference 1.1.1 binary leaves after one ADD of 10.88.0.2 (iptables-save).
     const AFTER_REFERENCE_ADD: &str = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n\

@@ -6,7 +6,7 @@
 //! * ADD: the addresses of `prevResult` get accept rules (backend [`iptables`], the
 //!   reference's layout, written over nf_tables netlink on an iptables-nft host and with
 //!   iptables-save/-restore on an iptables-legacy one, see
-//!   [`iptables_nft`](crate::plugins::iptables_nft); or [`nftables`], cnibox's table); a
+//!   [`iptables::nft`](crate::firewall_rules::iptables::nft); or [`nftables`], cnibox's table); a
 //!   non-open ingress policy adds the bridge's isolation rules; the result is
 //!   `prevResult`, unchanged. Everything is checked before anything changes.
 //! * DEL: the attachment's accept rules go (iptables: found from `prevResult`'s addresses
@@ -28,9 +28,9 @@ pub mod records;
 use crate::cni::result::CniResult;
 use crate::cni::version::go_quote;
 use crate::cni::{config as cniconf, Error, Plugin, Request};
-use crate::plugins::ipmasq::Attachment;
-use crate::plugins::iptables_nft::{self, HostTable};
-use crate::plugins::xtables::{self, Family, Script};
+use crate::firewall_rules::ipmasq::Attachment;
+use crate::firewall_rules::iptables::nft::{self as iptables_nft, HostTable};
+use crate::firewall_rules::iptables::save_restore::{self, Family, Script};
 use config::{Backend, Conf, IngressPolicy};
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -129,8 +129,12 @@ impl Plugin for Firewall {
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = config::load(req)?;
-        let prev = prev_result_for_del(req)?;
+        // the firewall's own load refuses nothing that decodes
+        let (conf, prev) = cniconf::del_config(
+            "firewall",
+            || Ok((config::load(req)?, prev_result_for_del(req)?)),
+            || (config::Conf::default(), None),
+        );
         match conf.backend_for_del() {
             // ADD never made anything for firewalld
             None => {}
@@ -150,8 +154,12 @@ impl Plugin for Firewall {
             }
             Some(Backend::Nftables) => nftables::del(attachment(req))?,
         }
-        // the reference's last step: isolation rules stay, an unknown policy is an error
-        conf.ingress_policy().map(|_| ())
+        // the reference's last step, where an unknown policy fails its DEL for ever; here
+        // it is only reported
+        if let Err(e) = conf.ingress_policy() {
+            eprintln!("cnibox firewall: DEL: {}", e.msg);
+        }
+        Ok(())
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
@@ -188,10 +196,7 @@ fn prev_result(req: &Request) -> Result<Option<CniResult>, Error> {
 fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
     match prev_result(req) {
         Ok(p) => Ok(p),
-        Err(strict) => match req.config.get("prevResult").map(CniResult::from_json) {
-            Some(Ok(p)) => Ok(Some(p)),
-            _ => Err(strict),
-        },
+        Err(strict) => cniconf::prev_result_in_its_own_version(req).map(Some).ok_or(strict),
     }
 }
 
@@ -309,7 +314,7 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), AddFailed> {
     if families.is_empty() {
         return Ok(());
     }
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     let mut applied: Vec<(Family, Script)> = vec![];
     for family in families {
         let addresses = of_family(setup.addresses, family);
@@ -348,7 +353,7 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
     if families.is_empty() {
         return Ok(());
     }
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     let mut first = None;
     for family in families {
         let doomed = of_family(addresses, family);

@@ -15,9 +15,9 @@
 //! packet whatever other tables say.
 use super::config::IngressPolicy;
 use crate::cni::Error;
+use crate::firewall_rules::ipmasq::{self, Attachment};
 use crate::netlink::nftables::shapes::firewall as shape;
 use crate::netlink::nftables::{Family, Nftables, Transaction};
-use crate::plugins::ipmasq::{self, Attachment};
 use std::net::IpAddr;
 use std::rc::Rc;
 

@@ -4,10 +4,10 @@
 //! Every error is prefixed `failed to parse config: ` and has code 999, as the reference's.
 use crate::cni::config as cniconf;
 use crate::cni::json;
+use crate::cni::json::Fields;
 use crate::cni::{CniResult, Error, Request};
 use crate::netlink::nftables::shapes::portmap::{self as nft_shape, Conditions};
 use ipnetwork::IpNetwork;
-use serde_json::{Map, Value};
 use std::net::IpAddr;
 
 /// Kubernetes uses bits 14 and 15, Calico 20-31 (the reference's `DefaultMarkBit`).
@@ -153,13 +153,14 @@ fn decode(e: Error) -> Error {
 /// Reads the config. `nf_tables` says whether the kernel has nf_tables (asked only when
 /// the backend is not given and nothing in the config decides it).
 pub fn load(req: &Request, nf_tables: &dyn Fn() -> bool) -> Result<(Conf, Option<CniResult>), Error> {
+    cniconf::check_net_conf(&req.config, "PortMapConf").map_err(decode)?;
     let obj = json::as_object(&req.config, "PortMapConf").map_err(decode)?;
     let field = |k: &str| format!("PortMapConf.{k}");
-    let backend = json::opt_str(&obj, "backend", &field("backend")).map_err(decode)?;
-    let snat = json::opt_bool(&obj, "snat", &field("snat")).map_err(decode)?;
+    let backend = json::opt_ptr_str(&obj, "backend", &field("backend")).map_err(decode)?;
+    let snat = json::opt_ptr_bool(&obj, "snat", &field("snat")).map_err(decode)?;
     let masq_all = json::opt_bool(&obj, "masqAll", &field("masqAll")).map_err(decode)?;
-    let mark = json::opt_int(&obj, "markMasqBit", &field("markMasqBit")).map_err(decode)?;
-    let external = json::opt_str(&obj, "externalSetMarkChain", &field("externalSetMarkChain")).map_err(decode)?;
+    let mark = json::opt_ptr_int(&obj, "markMasqBit", &field("markMasqBit")).map_err(decode)?;
+    let external = json::opt_ptr_str(&obj, "externalSetMarkChain", &field("externalSetMarkChain")).map_err(decode)?;
     let cond4 = json::opt_str_list(&obj, "conditionsV4", &field("conditionsV4")).map_err(decode)?;
     let cond6 = json::opt_str_list(&obj, "conditionsV6", &field("conditionsV6")).map_err(decode)?;
     let mappings = mappings(&obj)?;
@@ -231,13 +232,20 @@ fn nft_conditions(v6: bool, words: &[String]) -> Result<Conditions, Error> {
     Conditions::parse(nft_shape::family(v6), words).map_err(|e| bad(format!("{key}: {e}")))
 }
 
-fn mappings(obj: &Map<String, Value>) -> Result<Vec<PortMapping>, Error> {
-    let Some(rc) = json::opt_object(obj, "runtimeConfig", "PortMapConf.runtimeConfig").map_err(decode)? else {
+fn mappings(obj: &Fields) -> Result<Vec<PortMapping>, Error> {
+    let Some(rc) = json::opt_object(
+        obj,
+        "runtimeConfig",
+        "PortMapConf.runtimeConfig",
+        r#"struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" }"#,
+    )
+    .map_err(decode)?
+    else {
         return Ok(vec![]);
     };
     let path = |k: &str| format!("PortMapEntry.runtimeConfig.portMappings.{k}");
     let mut out = vec![];
-    for entry in json::opt_array(rc, "portMappings", "PortMapConf.runtimeConfig.portMappings").map_err(decode)? {
+    for entry in json::opt_array(&rc, "portMappings", "PortMapConf.runtimeConfig.portMappings").map_err(decode)? {
         let e = json::as_object(entry, "PortMapConf.runtimeConfig.portMappings").map_err(decode)?;
         let host_port = json::opt_int(&e, "hostPort", &path("hostPort"))
             .map_err(decode)?
@@ -371,7 +379,7 @@ fn container_ips(prev: &CniResult, ifname: &str) -> (Option<IpNetwork>, Option<I
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn req(config: Value) -> Request {
         let mut r = Request::from_config(Command::Add, config);

@@ -12,18 +12,18 @@
 //!
 //! Unlike the reference, which runs iptables once per check and once per change (a dozen
 //! processes per family), each change is one `iptables-save -t nat` and one
-//! `iptables-restore --noflush` per family ([`xtables`](crate::plugins::xtables)), under
+//! `iptables-restore --noflush` per family ([`save_restore`](crate::firewall_rules::iptables::save_restore)), under
 //! cnibox's xtables lock. Rules are written the way iptables-save prints them, so what is
 //! read back compares word for word.
 use super::config::{Conf, Protocol};
 use super::{Attachment, Claim};
 use crate::cni::netaddr::network_of;
 use crate::cni::Error;
+use crate::firewall_rules::iptables::save_restore::{self, quote, split_rule, Family, Script, Table};
+use crate::firewall_rules::iptables::variants::{chain_locations, over_netlink};
+use crate::firewall_rules::tools::find_tool;
 use crate::netlink::nftables::shapes::xtables::{self as xt, NatRule, NatTarget};
 use crate::netlink::nftables::Nftables;
-use crate::plugins::firewall_tools::find_tool;
-use crate::plugins::iptables::{chain_locations, over_netlink};
-use crate::plugins::xtables::{self, quote, split_rule, Family, Script, Table};
 use crate::util::sha512;
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
@@ -258,16 +258,16 @@ fn save_if_usable(family: Family) -> Option<Table> {
         Family::V6 => "ip6tables-save",
     };
     find_tool(tool)?;
-    xtables::save(family, "nat").ok()
+    save_restore::save(family, "nat").ok()
 }
 
 /// The nat table, required (ADD, CHECK): a missing or failing tool is an error naming it.
 fn save_required(family: Family) -> Result<Table, Error> {
-    xtables::save(family, "nat").map_err(|e| Error::internal(format!("failed to open iptables: {e}")))
+    save_restore::save(family, "nat").map_err(|e| Error::internal(format!("failed to open iptables: {e}")))
 }
 
-fn lock() -> Result<xtables::Lock, Error> {
-    xtables::lock().map_err(|e| Error::internal(e.to_string()))
+fn lock() -> Result<save_restore::Lock, Error> {
+    save_restore::lock().map_err(|e| Error::internal(e.to_string()))
 }
 
 /// Create `chain` if `t` lacks it.
@@ -355,7 +355,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
     for r in entry_rules(conf, att, family) {
         s.append(TOP_DNAT, &words(&r));
     }
-    xtables::restore(family, &s).map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
+    save_restore::restore(family, &s).map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
 }
 
 /// Verify the attachment's rules for `container` are all there.
@@ -415,7 +415,7 @@ fn change_existing(
         };
         let mut s = Script::new("nat");
         plan(&t, &mut s);
-        xtables::restore(family, &s).map_err(|e| Error::internal(format!("{}: {e}", what(family))))?;
+        save_restore::restore(family, &s).map_err(|e| Error::internal(format!("{}: {e}", what(family))))?;
     }
     Ok(())
 }

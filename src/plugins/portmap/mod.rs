@@ -20,11 +20,11 @@ pub mod nftables;
 
 use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::firewall_rules::host_lock;
+use crate::firewall_rules::iptables::save_restore::Family;
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::nftables::TableState;
 use crate::netlink::{self, Handle};
-use crate::plugins::host_lock;
-use crate::plugins::xtables::Family;
 use crate::sysctl;
 use config::{Backend, Conf, Protocol};
 use ipnetwork::IpNetwork;
@@ -117,7 +117,8 @@ impl Plugin for Portmap {
     /// From both backends, whatever the config says; without a netns, a prevResult or
     /// even `portMappings` (a runtime may drop them on DEL): the rules are found by name.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        load(req)?;
+        // nothing of the config is needed: the rules are found by attachment
+        cniconf::del_config("portmap", || load(req).map(|_| ()), || ());
         teardown(attachment(req))
     }
 

@@ -206,12 +206,31 @@ fn same(version: &str, extra: Value) {
 }
 
 fn same_with(version: &str, extra: Value, cni_args: &str, setup: fn(&TestEnv)) {
+    compare(version, extra, cni_args, setup, false)
+}
+
+/// A config ADD refuses, the same in both; DEL differs on purpose (README, Differences):
+/// the reference's DEL refuses it again, cnibox's succeeds. Everything else is the same.
+fn same_refusal(version: &str, extra: Value, cni_args: &str, setup: fn(&TestEnv)) {
+    compare(version, extra, cni_args, setup, true)
+}
+
+fn compare(version: &str, extra: Value, cni_args: &str, setup: fn(&TestEnv), refused: bool) {
     if common::reference_dir().is_none() {
         eprintln!("skipped: the Go reference plugins are not installed in /usr/lib/cni");
         return;
     }
-    let r = exercise(Side::Reference, version, &extra, cni_args, setup);
+    let mut r = exercise(Side::Reference, version, &extra, cni_args, setup);
     let o = exercise(Side::Cnibox, version, &extra, cni_args, setup);
+    if refused {
+        assert_eq!(
+            r.results[1]["exit"], 1,
+            "the reference's DEL of {extra}: {:?}",
+            r.results
+        );
+        assert_eq!(o.results[1]["exit"], 0, "cnibox's DEL of {extra}: {:?}", o.results);
+        r.results[1] = o.results[1].clone();
+    }
     for (res, out) in o.results.iter().zip(["ADD", "DEL"]) {
         if res["out"].get("code").is_some() {
             let raw = &res["raw_version"];
@@ -366,10 +385,15 @@ fn existing_bridge() {
 
 #[test]
 fn same_errors() {
-    same("1.0.0", json!({"vlan": -100}));
-    same("1.0.0", json!({"vlan": 5000, "ipam": ipam(&["10.1.2.0/24"])}));
-    same("1.0.0", json!({"mtu": "x"}));
-    same_with("1.0.0", json!({"ipam": ipam(&["10.1.2.0/24"])}), "FOO=bar", no_setup);
+    same_refusal("1.0.0", json!({"vlan": -100}), "", no_setup);
+    same_refusal(
+        "1.0.0",
+        json!({"vlan": 5000, "ipam": ipam(&["10.1.2.0/24"])}),
+        "",
+        no_setup,
+    );
+    same_refusal("1.0.0", json!({"mtu": "x"}), "", no_setup);
+    same_refusal("1.0.0", json!({"ipam": ipam(&["10.1.2.0/24"])}), "FOO=bar", no_setup);
     same_with("1.0.0", json!({"ipam": ipam(&["10.1.2.0/24"])}), "", |env| {
         env.host.ip(&["link", "add", BR, "type", "veth", "peer", "name", "x0"]);
     });

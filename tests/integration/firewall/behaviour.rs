@@ -913,7 +913,7 @@ fn del_matrix() {
                     }
                     Cell::PrevResultOfAnotherVersion => {
                         let other = if version == "0.4.0" { "1.0.0" } else { "0.4.0" };
-                        let p = cnibox::cni::CniResult::from_json(&prev(version))
+                        let p = cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&prev(version)))
                             .unwrap()
                             .to_json(other)
                             .unwrap();
@@ -1289,4 +1289,10 @@ fn iptables_gc_removes_rules_of_attachments_that_are_not_valid() {
         .collect();
     assert_eq!(records, ["keep-eth0"]);
     fw(&env, "CHECK", "keep", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
+}
+
+/// The keys every config shares, mistyped, answered as the reference answers them.
+#[test]
+fn common_keys() {
+    crate::common_keys::same_as_the_reference("firewall");
 }

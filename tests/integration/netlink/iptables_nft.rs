@@ -24,7 +24,7 @@ fn run(argv: &[&str]) -> String {
 /// `TOOL -w VERB CHAIN RULE`, the rule in `iptables-save`'s words.
 fn run_rule(tool: &str, verb: &str, chain: &str, rule: &str) {
     let mut argv = vec![tool.to_string(), "-w".into(), verb.into(), chain.into()];
-    argv.extend(cnibox::plugins::xtables::split_rule(rule));
+    argv.extend(cnibox::firewall_rules::iptables::save_restore::split_rule(rule));
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     run(&argv);
 }

@@ -7,12 +7,20 @@ use std::net::IpAddr;
 use std::process::Command;
 
 use cnibox::netlink::{
-    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, MacAddr, MacvlanMode, MacvlanSpec, OperState, PortFlags,
-    PortVlan, RouteSpec, Scope, VethSpec,
+    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Link, LinkKind, MacAddr, MacvlanMode, MacvlanSpec, OperState,
+    PortFlags, PortVlan, RouteSpec, Scope, VethSpec,
 };
 use cnibox::netns::Netns;
 use ipnetwork::IpNetwork;
 use serde_json::Value;
+
+/// A macvlan's mode as the kernel reports it.
+fn macvlan_mode(l: &Link) -> Option<MacvlanMode> {
+    match &l.kind {
+        Some(LinkKind::Macvlan(data)) => data.mode,
+        _ => None,
+    }
+}
 
 /// Moves this test's thread into a fresh network namespace and returns a handle for it.
 fn private_host() -> Handle {
@@ -74,7 +82,7 @@ fn veth_peer_is_born_in_the_container_with_name_mtu_and_macs() {
         })
         .unwrap();
     assert_eq!(host.name, "vethab12cd34");
-    assert_eq!(host.kind.as_deref(), Some("veth"));
+    assert_eq!(host.kind_name(), Some("veth"));
     assert_eq!(host.mtu, 1400);
     assert_eq!(host.mac, Some(mac("0a:00:00:00:00:01")));
     assert!(host.link_netnsid.is_some(), "peer lives in another namespace: {host:?}");
@@ -543,8 +551,8 @@ fn macvlan_is_born_in_the_container() {
     })
     .unwrap();
     let l = ch.link("eth0").unwrap();
-    assert_eq!(l.kind.as_deref(), Some("macvlan"));
-    assert_eq!(l.macvlan_mode, Some(MacvlanMode::Bridge));
+    assert_eq!(l.kind_name(), Some("macvlan"));
+    assert_eq!(macvlan_mode(&l), Some(MacvlanMode::Bridge));
     assert_eq!(l.mtu, 1400);
     assert_eq!(l.mac, Some(mac("0a:00:00:00:00:09")));
     assert!(l.link_netnsid.is_some());
@@ -579,7 +587,7 @@ fn macvlan_is_born_in_the_container() {
             })
             .unwrap();
         }
-        assert_eq!(h.link(name.as_str()).unwrap().macvlan_mode, Some(mode));
+        assert_eq!(macvlan_mode(&h.link(name.as_str()).unwrap()), Some(mode));
         assert_eq!(link_json(&name)["linkinfo"]["info_data"]["mode"], mode.as_str());
     }
 }
@@ -919,10 +927,7 @@ fn tc_tbf_ingress_redirect_round_trip() {
             txqlen: Some(0),
         })
         .unwrap();
-    assert!(
-        ifb.up && ifb.mtu == 1400 && ifb.kind.as_deref() == Some("ifb"),
-        "{ifb:?}"
-    );
+    assert!(ifb.up && ifb.mtu == 1400 && ifb.kind_name() == Some("ifb"), "{ifb:?}");
     assert!(h
         .create_ifb(&IfbSpec {
             name: "tcifb0",

@@ -216,3 +216,33 @@ pub fn reference_versions() -> Vec<&'static str> {
         .filter(|v| !at_least(v, "1.1.0"))
         .collect()
 }
+
+/// `nft list ruleset`.
+pub const NFT_RULESET: &[&str] = &["nft", "list", "ruleset"];
+/// `iptables-save` (IPv4).
+pub const IPTABLES_SAVE: &[&str] = &["iptables-save"];
+/// `ip6tables-save`.
+pub const IP6TABLES_SAVE: &[&str] = &["ip6tables-save"];
+
+/// The firewall rules of a namespace as `nft list ruleset` and `iptables-save` print
+/// them: what DEL, crash and concurrency tests compare before and after.
+pub fn rules(ns: &Netns) -> String {
+    rules_dumped(ns, &[NFT_RULESET, IPTABLES_SAVE])
+}
+
+/// What each of `dumps` prints in `ns`, without comment lines and counters (counters
+/// change with traffic; the rules themselves must not). A dump that cannot run adds
+/// nothing.
+pub fn rules_dumped(ns: &Netns, dumps: &[&[&str]]) -> String {
+    let mut s = String::new();
+    for tool in dumps {
+        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
+            s += &String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
+                .collect::<String>();
+        }
+    }
+    s
+}

@@ -221,7 +221,7 @@ fn bad_inputs_give_the_reference_codes_and_messages() {
         ),
         (
             "hostPort negative",
-            "DEL",
+            "ADD",
             conf(m(json!({"hostPort": -3, "containerPort": 1})), &p, json!({})),
         ),
         ("markMasqBit 32", "ADD", conf(json!([]), &p, json!({"markMasqBit": 32}))),
@@ -251,6 +251,43 @@ fn bad_inputs_give_the_reference_codes_and_messages() {
         assert_eq!(a, b, "{what}");
         assert_eq!(b["exit"], 1, "{what}: must fail");
         assert_eq!(cn.ipt_nat(), Node::new().ipt_nat(), "{what}: cnibox left state");
+    }
+}
+
+/// Deliberate: a DEL whose config holds a value ADD refuses fails in the reference, every
+/// time; cnibox's DEL removes the attachment's rules and succeeds, so a runtime's cleanup
+/// DEL after a refused ADD ends.
+#[test]
+fn difference_del_succeeds_on_a_config_add_refuses() {
+    let p = dual();
+    let m = |e: Value| json!([e]);
+    for (what, c) in [
+        (
+            "hostPort negative",
+            conf(m(json!({"hostPort": -3, "containerPort": 1})), &p, json!({})),
+        ),
+        (
+            "containerPort 0",
+            conf(m(json!({"hostPort": 1, "containerPort": 0})), &p, json!({})),
+        ),
+        (
+            "hostPort of the wrong type",
+            conf(m(json!({"hostPort": "80", "containerPort": 1})), &p, json!({})),
+        ),
+    ] {
+        let (r, cn) = (Node::new(), Node::new());
+        if common::reference_dir().is_some() {
+            assert_eq!(
+                outcome(&r.pm(Side::Reference, "DEL", ID, NETNS, &c))["exit"],
+                1,
+                "{what}"
+            );
+        }
+        assert_eq!(
+            outcome(&cn.pm(Side::Cnibox, "DEL", ID, NETNS, &c)),
+            json!({"exit": 0}),
+            "{what}"
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 //! are plugin calls, or `cnitool add`/`del` (its cache and locks under the same load).
 use crate::common;
 use crate::fuzz;
+use crate::plugin_state::rules;
 
 use common::*;
 use fuzz::{run_process, Rng};
@@ -227,20 +228,6 @@ fn addrs(ns: &Netns) -> String {
         .lines()
         .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" ") + "\n")
         .collect()
-}
-
-fn rules(ns: &Netns) -> String {
-    let mut s = String::new();
-    for tool in [&["nft", "list", "ruleset"][..], &["iptables-save"][..]] {
-        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
-            s += &String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
-                .collect::<String>();
-        }
-    }
-    s
 }
 
 #[test]

@@ -267,12 +267,16 @@ fn corpus_results_parse_with_the_recorded_code() {
     for c in manifest().iter().filter(|c| c.target == "result") {
         let bytes = std::fs::read(corpus_dir().join("result").join(&c.file)).unwrap();
         let v: Value = serde_json::from_slice(&bytes).unwrap();
-        let got = match cnibox::cni::CniResult::from_json(&v) {
+        let got = match cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&v)) {
             Ok(r) => {
                 // and what parsed converts to its own version and back
                 let version = v["cniVersion"].as_str().unwrap_or("0.1.0");
                 if let Ok(j) = r.to_json(version) {
-                    assert!(cnibox::cni::CniResult::from_json(&j).is_ok(), "{}: {j}", c.file);
+                    assert!(
+                        cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&j)).is_ok(),
+                        "{}: {j}",
+                        c.file
+                    );
                 }
                 "ok".to_string()
             }
@@ -406,12 +410,12 @@ fn stdin_over_one_mib_is_refused_with_code_5() {
     exact.extend(std::iter::repeat(b' ').take(room));
     exact.extend_from_slice(b"\"}");
     assert_eq!(exact.len(), 1 << 20);
-    let (code, out) = run_entry_point(&cnibox::ipam::HostLocal, &vars, &exact).unwrap();
+    let (code, out) = run_entry_point(&cnibox::ipam::host_local::HostLocal, &vars, &exact).unwrap();
     assert_eq!(
         verdict(code, &out),
         "999",
         "a full-size config reaches the plugin (no ipam: 999)"
     );
-    let (code, out) = run_entry_point(&cnibox::ipam::HostLocal, &vars, &stdin).unwrap();
+    let (code, out) = run_entry_point(&cnibox::ipam::host_local::HostLocal, &vars, &stdin).unwrap();
     assert_eq!(verdict(code, &out), "5");
 }

@@ -11,6 +11,7 @@
 //! and `cnitool gc` collects).
 use crate::common;
 use crate::fuzz;
+use crate::plugin_state::rules;
 
 use common::*;
 use fuzz::Rng;
@@ -239,20 +240,6 @@ impl World {
 }
 
 /// Firewall rules of a namespace (nft and iptables), without counters.
-fn rules(ns: &Netns) -> String {
-    let mut s = String::new();
-    for tool in [&["nft", "list", "ruleset"][..], &["iptables-save"][..]] {
-        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
-            s += &String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
-                .collect::<String>();
-        }
-    }
-    s
-}
-
 /// The first address of an ADD's output (plugin result or cnitool's printed result).
 fn address_of(stdout: &str) -> String {
     let v: Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("ADD output ({e}): {stdout}"));

@@ -1,10 +1,15 @@
-//! The DEL matrix: for every plugin (bridge, veth, macvlan, host-local) and every spec
-//! version, DEL in every situation a runtime can produce — normal, repeated, empty
-//! CNI_NETNS, netns deleted, container interface deleted by someone else, bridge or master
-//! deleted, no prevResult, a prevResult of another version, a corrupt cache (through
+//! The DEL matrix of the applets that create the container's interface or its addresses:
+//! for every spec version, DEL in every situation a runtime can produce — normal, repeated,
+//! empty CNI_NETNS, netns deleted, container interface deleted by someone else, bridge or
+//! master deleted, no prevResult, a prevResult of another version, a corrupt cache (through
 //! cnitool). Every cell must succeed and leave no address, link, rule or cache file behind.
 //! One container namespace is reused across cells where that is sound.
+//!
+//! Each such applet runs it from its own module, as the test `<applet>::del_matrix` every
+//! plugin applet has (`applets::every_plugin_applet_has_its_del_matrix_and_common_keys`),
+//! with its [`Subject`]: its keys and what its attachment hangs on.
 use crate::common;
+use crate::plugin_state::rules;
 
 use common::*;
 use serde_json::{json, Value};
@@ -34,33 +39,37 @@ const CELLS: &[Cell] = &[
     Cell::CorruptCache,
 ];
 
-const MASTER: &str = "dmm0";
+/// The master of [`Attachment::InterfaceOnMaster`]: a veth the matrix creates on the host.
+pub const MASTER: &str = "dmm0";
 
-fn conf(env: &TestEnv, plugin: &str, version: &str) -> Value {
-    let ipam = json!({"type": "host-local", "subnet": "10.1.2.0/24", "dataDir": env.data_dir});
-    match plugin {
-        "host-local" => json!({"cniVersion": version, "name": "delnet", "type": "host-local", "ipam": ipam}),
-        "bridge" => json!({"cniVersion": version, "name": "delnet", "type": "bridge", "bridge": "dmbr0",
-                           "isGateway": true, "ipMasq": true, "ipam": ipam}),
-        "macvlan" => {
-            json!({"cniVersion": version, "name": "delnet", "type": "macvlan", "master": MASTER, "ipam": ipam})
-        }
-        other => json!({"cniVersion": version, "name": "delnet", "type": other, "ipMasq": true, "ipam": ipam}),
-    }
+/// An applet under the matrix.
+pub struct Subject {
+    pub applet: &'static str,
+    /// The applet's own keys, beside `cniVersion`, `name` and an `ipam` of host-local.
+    pub keys: Value,
+    pub attachment: Attachment,
 }
 
-fn rules(ns: &Netns) -> String {
-    let mut s = String::new();
-    for tool in [&["nft", "list", "ruleset"][..], &["iptables-save"][..]] {
-        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
-            s += &String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
-                .collect::<String>();
-        }
+/// What an applet's attachment consists of, which decides the cells that apply to it.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Attachment {
+    /// Addresses only (an IPAM applet): no container interface to delete.
+    Addresses,
+    /// A container interface of its own (veth).
+    Interface,
+    /// A container interface on a bridge the applet creates (the bridge's name).
+    InterfaceOnBridge(&'static str),
+    /// A container interface on the host link [`MASTER`].
+    InterfaceOnMaster,
+}
+
+fn conf(env: &TestEnv, subject: &Subject, version: &str) -> Value {
+    let ipam = json!({"type": "host-local", "subnet": "10.1.2.0/24", "dataDir": env.data_dir});
+    let mut c = json!({"cniVersion": version, "name": "delnet", "type": subject.applet, "ipam": ipam});
+    for (k, v) in subject.keys.as_object().expect("keys are an object") {
+        c[k] = v.clone();
     }
-    s
+    c
 }
 
 /// Link names, addresses and rules of the host namespace. Not ifindexes, flags or
@@ -80,7 +89,7 @@ fn host_state(env: &TestEnv) -> String {
 
 struct Matrix<'a> {
     env: &'a TestEnv,
-    plugin: &'a str,
+    subject: &'a Subject,
     conf_dir: std::path::PathBuf,
     baseline: String,
 }
@@ -88,7 +97,7 @@ struct Matrix<'a> {
 impl Matrix<'_> {
     fn call(&self, verb: &str, id: &str, netns: &str, conf: &Value) -> CallOutput {
         self.env
-            .call(self.plugin)
+            .call(self.subject.applet)
             .verb(verb, id, netns, "eth0")
             .config(conf)
             .run()
@@ -107,16 +116,11 @@ impl Matrix<'_> {
     /// Recreate what a cell deleted on purpose (the bridge, the master), so the host state
     /// can be compared with the baseline.
     fn restore(&self, version: &str) {
-        match self.plugin {
-            "macvlan" if !self.env.host.has_link(MASTER) => {
-                self.env
-                    .host
-                    .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
-                self.env.host.ip(&["link", "set", MASTER, "up"]);
-            }
-            "bridge" if !self.env.host.has_link("dmbr0") => {
+        match self.subject.attachment {
+            Attachment::InterfaceOnMaster if !self.env.host.has_link(MASTER) => add_master(self.env),
+            Attachment::InterfaceOnBridge(bridge) if !self.env.host.has_link(bridge) => {
                 let ns = self.env.container();
-                let c = conf(self.env, "bridge", version);
+                let c = conf(self.env, self.subject, version);
                 self.call("ADD", "rewarm", ns.path_str(), &c).success();
                 self.call("DEL", "rewarm", ns.path_str(), &c).success();
             }
@@ -158,8 +162,11 @@ impl Matrix<'_> {
 
     fn applies(&self, cell: Cell) -> bool {
         match cell {
-            Cell::IfaceDeletedBySomeoneElse => self.plugin != "host-local",
-            Cell::BridgeOrMasterDeleted => matches!(self.plugin, "bridge" | "macvlan"),
+            Cell::IfaceDeletedBySomeoneElse => self.subject.attachment != Attachment::Addresses,
+            Cell::BridgeOrMasterDeleted => matches!(
+                self.subject.attachment,
+                Attachment::InterfaceOnBridge(_) | Attachment::InterfaceOnMaster
+            ),
             _ => true,
         }
     }
@@ -167,8 +174,8 @@ impl Matrix<'_> {
     /// Run one cell; returns the id used.
     fn run(&self, version: &str, cell: Cell, ns: &mut Netns, n: usize) {
         let id = format!("dm{n}");
-        let what = format!("{} {version} {cell:?}", self.plugin);
-        let c = conf(self.env, self.plugin, version);
+        let what = format!("{} {version} {cell:?}", self.subject.applet);
+        let c = conf(self.env, self.subject, version);
         let with_prev = |prev: &Value| {
             let mut d = c.clone();
             d["prevResult"] = prev.clone();
@@ -216,14 +223,17 @@ impl Matrix<'_> {
                 self.call("DEL", &id, &path, &normal).success()
             }
             Cell::BridgeOrMasterDeleted => {
-                let dev = if self.plugin == "bridge" { "dmbr0" } else { MASTER };
+                let dev = match self.subject.attachment {
+                    Attachment::InterfaceOnBridge(bridge) => bridge,
+                    _ => MASTER,
+                };
                 self.env.host.ip(&["link", "del", dev]);
                 self.call("DEL", &id, &path, &normal).success()
             }
             Cell::NoPrevResult => self.call("DEL", &id, &path, &c).success(),
             Cell::PrevResultOfAnotherVersion => {
                 let other = if version >= "1.0.0" { "0.4.0" } else { "1.0.0" };
-                let parsed = cnibox::cni::CniResult::from_json(&result).unwrap();
+                let parsed = cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&result)).unwrap();
                 let prev = parsed.to_json(other).unwrap();
                 self.call("DEL", &id, &path, &with_prev(&prev)).success()
             }
@@ -234,7 +244,15 @@ impl Matrix<'_> {
     }
 }
 
-fn del_matrix(plugin: &str) {
+fn add_master(env: &TestEnv) {
+    env.host
+        .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
+    env.host.ip(&["link", "set", MASTER, "up"]);
+}
+
+/// Runs the matrix for `subject`: every cell that applies, in every spec version.
+pub fn run(subject: Subject) {
+    let plugin = subject.applet;
     let env = TestEnv::new();
     if !run_ok(std::process::Command::new(cnibox()).arg("--list"))
         .lines()
@@ -243,22 +261,20 @@ fn del_matrix(plugin: &str) {
         eprintln!("SKIP: the {plugin} applet is not in this build");
         return;
     }
-    if plugin == "macvlan" {
-        env.host
-            .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
-        env.host.ip(&["link", "set", MASTER, "up"]);
+    if subject.attachment == Attachment::InterfaceOnMaster {
+        add_master(&env);
     }
     let conf_dir = env.tmp.path().join("net.d");
     std::fs::create_dir_all(&conf_dir).unwrap();
     let mut m = Matrix {
         env: &env,
-        plugin,
+        subject: &subject,
         conf_dir,
         baseline: String::new(),
     };
     // the baseline: what a clean ADD+DEL leaves (the bridge, global tables)
     let warm_ns = env.container();
-    let c = conf(&env, plugin, "1.0.0");
+    let c = conf(&env, &subject, "1.0.0");
     m.call("ADD", "warm", warm_ns.path_str(), &c).success();
     m.call("DEL", "warm", warm_ns.path_str(), &c).success();
     m.baseline = host_state(&env);
@@ -267,7 +283,7 @@ fn del_matrix(plugin: &str) {
     let mut table = String::new();
     for (vi, version) in ALL_VERSIONS.iter().enumerate() {
         let plugin_list = {
-            let mut p = conf(&env, plugin, version);
+            let mut p = conf(&env, &subject, version);
             p.as_object_mut().unwrap().remove("name");
             p.as_object_mut().unwrap().remove("cniVersion");
             json!({"cniVersion": version, "name": "delnet", "plugins": [p]})
@@ -287,24 +303,4 @@ fn del_matrix(plugin: &str) {
         table += "\n";
     }
     eprintln!("DEL matrix {plugin}: {ran} cells passed, {na} not applicable\n{table}");
-}
-
-#[test]
-fn del_matrix_host_local() {
-    del_matrix("host-local");
-}
-
-#[test]
-fn del_matrix_bridge() {
-    del_matrix("bridge");
-}
-
-#[test]
-fn del_matrix_veth() {
-    del_matrix("veth");
-}
-
-#[test]
-fn del_matrix_macvlan() {
-    del_matrix("macvlan");
 }

@@ -180,7 +180,8 @@ fn judge(call: &Call, out: &Outcome) -> Result<(), String> {
             if cmd == "ADD" {
                 let v: Value = serde_json::from_slice(&out.stdout)
                     .map_err(|e| format!("ADD result is not JSON ({e}): {stdout}"))?;
-                CniResult::from_json(&v).map_err(|e| format!("ADD result does not parse back ({e}): {stdout}"))?;
+                CniResult::from_json(&v.into())
+                    .map_err(|e| format!("ADD result does not parse back ({e}): {stdout}"))?;
                 Ok(())
             } else if out.stdout.is_empty() {
                 Ok(())
@@ -674,7 +675,7 @@ fn fuzz_results_parse_convert_round_trip() {
     let mut converted = 0u64;
     let n = run_for(1000, |_| {
         let bytes = gen_input(&mut r, &seeds);
-        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        let Ok(v) = cnibox::cni::json::parse(&bytes) else {
             // the runtime's reader of plugin output must fail cleanly on non-JSON too
             if catch_unwind(|| cnibox::cni::invoke::parse_result(&bytes, "1.0.0")).is_err() {
                 failures.push(format!(
@@ -707,7 +708,7 @@ fn fuzz_results_parse_convert_round_trip() {
                                 Ok(j) => {
                                     converted += 1;
                                     // what we print must parse back and print the same again
-                                    match CniResult::from_json(&j) {
+                                    match CniResult::from_json(&j.clone().into()) {
                                         Err(e) => {
                                             errs.push(format!("to_json({to}) output does not parse back: {e} — {j}"))
                                         }

@@ -3,6 +3,6 @@
 mod concurrency;
 mod corpus;
 mod crash;
-mod del_matrix;
+pub mod del_matrix;
 mod fuzz;
 mod security;

@@ -7,6 +7,7 @@
 //! * a plugin refuses to configure its own network namespace (code 8) before acting;
 //! * DEL leaves alone links this attachment did not create.
 use crate::common;
+use crate::plugin_state::{rules_dumped, IP6TABLES_SAVE, IPTABLES_SAVE, NFT_RULESET};
 
 use common::*;
 use serde_json::{json, Value};
@@ -404,21 +405,7 @@ fn net_state(ns: &Netns) -> String {
     let mut s = ns.ip(&["-d", "link", "show"]);
     s += &ns.ip(&["addr", "show"]);
     s += &ns.ip(&["route", "show", "table", "all"]);
-    for tool in [
-        &["nft", "list", "ruleset"][..],
-        &["iptables-save"][..],
-        &["ip6tables-save"][..],
-    ] {
-        if let Ok(o) = ns.command(tool[0]).args(&tool[1..]).output() {
-            // counters change with traffic; the rules themselves must not
-            s += &String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .map(|l| l.split(" [").next().unwrap().to_string() + "\n")
-                .collect::<String>();
-        }
-    }
-    s
+    s + &rules_dumped(ns, &[NFT_RULESET, IPTABLES_SAVE, IP6TABLES_SAVE])
 }
 
 #[test]

@@ -77,7 +77,15 @@ pub fn layout() -> Layout<'static> {
     });
     let jumps = [STAGE1, ADMIN, ACCEPTS]
         .into_iter()
-        .map(|target| rule(FORWARD, vec![Expr::Verdict(Verdict::Jump(target.into()))], None))
+        .map(|target| {
+            Rule::new(
+                FAMILY,
+                TABLE,
+                FORWARD,
+                vec![Expr::Verdict(Verdict::Jump(target.into()))],
+                None,
+            )
+        })
         .collect();
     Layout {
         table: Table {
@@ -101,10 +109,10 @@ pub fn accept_container(tx: &mut Transaction, address: IpAddr, comment: &str) {
     let mut replies = expr::addr(FAMILY, AddrField::Daddr, CmpOp::Eq, host);
     replies.extend(expr::ct_state(CT_ESTABLISHED_RELATED));
     replies.push(Expr::Verdict(Verdict::Accept));
-    tx.add_rule(&rule(ACCEPTS, replies, Some(comment)));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, ACCEPTS, replies, Some(comment)));
     let mut own = expr::addr(FAMILY, AddrField::Saddr, CmpOp::Eq, host);
     own.push(Expr::Verdict(Verdict::Accept));
-    tx.add_rule(&rule(ACCEPTS, own, Some(comment)));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, ACCEPTS, own, Some(comment)));
 }
 
 /// "Nothing from outside BRIDGE may enter it": `iifname BR oifname != BR jump stage 2` and
@@ -113,10 +121,10 @@ pub fn isolate_bridge(tx: &mut Transaction, bridge: &str, stage1_comment: &str, 
     let mut leave = expr::ifname(MetaKey::Iifname, CmpOp::Eq, bridge);
     leave.extend(expr::ifname(MetaKey::Oifname, CmpOp::Neq, bridge));
     leave.push(Expr::Verdict(Verdict::Jump(STAGE2.into())));
-    tx.add_rule(&rule(STAGE1, leave, Some(stage1_comment)));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, STAGE1, leave, Some(stage1_comment)));
     let mut enter = expr::ifname(MetaKey::Oifname, CmpOp::Eq, bridge);
     enter.push(Expr::Verdict(Verdict::Drop));
-    tx.add_rule(&rule(STAGE2, enter, Some(stage2_comment)));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, STAGE2, enter, Some(stage2_comment)));
 }
 
 /// "Nothing may pass between two ports of BRIDGE": `iifname BR oifname BR drop`, first in
@@ -125,7 +133,7 @@ pub fn isolate_within(tx: &mut Transaction, bridge: &str, comment: &str) {
     let mut within = expr::ifname(MetaKey::Iifname, CmpOp::Eq, bridge);
     within.extend(expr::ifname(MetaKey::Oifname, CmpOp::Eq, bridge));
     within.push(Expr::Verdict(Verdict::Drop));
-    tx.insert_rule(&rule(STAGE1, within, Some(comment)));
+    tx.insert_rule(&Rule::new(FAMILY, TABLE, STAGE1, within, Some(comment)));
 }
 
 /// (handle, comment) of every commented rule of one of the table's chains; none without
@@ -162,14 +170,4 @@ pub fn foreign_forward_drops(nft: &Nftables, family: Family) -> Result<Vec<Strin
         .filter(|c| c.policy == Some(Policy::Drop))
         .map(|c| format!("{family} {} {}", c.table, c.name))
         .collect())
-}
-
-fn rule<'a>(chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Rule<'a> {
-    Rule {
-        family: FAMILY,
-        table: TABLE,
-        chain,
-        exprs,
-        comment,
-    }
 }

@@ -27,9 +27,11 @@ pub fn layout() -> Layout<'static> {
         let net: IpNetwork = multicast.parse().expect("constant");
         let mut exprs = expr::addr(FAMILY, AddrField::Daddr, CmpOp::Eq, net);
         exprs.push(Expr::Verdict(Verdict::Return));
-        entry.push(rule(POSTROUTING, exprs, None));
+        entry.push(Rule::new(FAMILY, TABLE, POSTROUTING, exprs, None));
     }
-    entry.push(rule(
+    entry.push(Rule::new(
+        FAMILY,
+        TABLE,
         POSTROUTING,
         vec![Expr::Verdict(Verdict::Goto(CHECKS.into()))],
         None,
@@ -77,7 +79,7 @@ pub fn masquerade(tx: &mut Transaction, source: IpAddr, subnet: IpNetwork, comme
     let mut exprs = expr::addr(FAMILY, AddrField::Saddr, CmpOp::Eq, host);
     exprs.extend(expr::addr(FAMILY, AddrField::Daddr, CmpOp::Neq, subnet));
     exprs.push(Expr::Masq);
-    tx.add_rule(&rule(CHECKS, exprs, Some(comment)));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, CHECKS, exprs, Some(comment)));
 }
 
 /// (handle, comment) of every commented rule in `masq_checks`; none without the table.
@@ -93,14 +95,4 @@ pub fn rules_in(now: &TableState) -> Vec<(u64, String)> {
 /// Deletes one rule of `masq_checks` by handle.
 pub fn delete(tx: &mut Transaction, handle: u64) {
     tx.delete_rule(FAMILY, TABLE, CHECKS, handle);
-}
-
-fn rule<'a>(chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Rule<'a> {
-    Rule {
-        family: FAMILY,
-        table: TABLE,
-        chain,
-        exprs,
-        comment,
-    }
 }

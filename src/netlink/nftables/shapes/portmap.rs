@@ -181,16 +181,6 @@ fn chain<'a>(family: Family, name: &'a str, base: Option<(Hook, i32)>) -> Chain<
     }
 }
 
-fn rule<'a>(family: Family, chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Rule<'a> {
-    Rule {
-        family,
-        table: TABLE,
-        chain,
-        exprs,
-        comment,
-    }
-}
-
 /// The table, its chains and the entry rules (prerouting, output, hostports_all), which
 /// every ADD of the reference rewrites; the `masquerading` chain only with `snat`.
 /// Per-container rules are not the layout's.
@@ -202,8 +192,9 @@ pub fn layout<'a>(family: Family, conditions: &Conditions, snat: bool) -> Layout
     let jumps = [HOSTIP_HOSTPORTS, HOSTPORTS]
         .into_iter()
         .map(|to| {
-            rule(
+            Rule::new(
                 family,
+                TABLE,
                 HOSTPORTS_ALL,
                 vec![Expr::Verdict(Verdict::Jump(to.into()))],
                 None,
@@ -216,7 +207,7 @@ pub fn layout<'a>(family: Family, conditions: &Conditions, snat: bool) -> Layout
         let mut exprs = conditions.0.clone();
         exprs.extend(expr::fib_daddr_local());
         exprs.push(Expr::Verdict(Verdict::Jump(HOSTPORTS_ALL.into())));
-        entry_rules.push((name, vec![rule(family, name, exprs, None)]));
+        entry_rules.push((name, vec![Rule::new(family, TABLE, name, exprs, None)]));
     }
     if snat {
         chains.push(chain(family, MASQUERADING, Some((Hook::Postrouting, priority::SRCNAT))));
@@ -252,7 +243,7 @@ fn forward_exprs(family: Family, f: &Forward) -> Vec<Expr> {
 /// dnat to TO:PORT comment C` in `hostports`, tagged N.
 pub fn forward(tx: &mut Transaction, family: Family, f: &Forward, container: &str, network: &str) {
     tx.add_rule_tagged(
-        &rule(family, HOSTPORTS, forward_exprs(family, f), Some(container)),
+        &Rule::new(family, TABLE, HOSTPORTS, forward_exprs(family, f), Some(container)),
         network,
     );
 }
@@ -270,7 +261,7 @@ pub fn masquerade(
     let mut exprs = expr::addr(family, AddrField::Saddr, CmpOp::Eq, expr_network(source));
     exprs.extend(expr::addr(family, AddrField::Daddr, CmpOp::Eq, IpNetwork::from(addr)));
     exprs.push(Expr::Masq);
-    tx.add_rule_tagged(&rule(family, MASQUERADING, exprs, Some(container)), network);
+    tx.add_rule_tagged(&Rule::new(family, TABLE, MASQUERADING, exprs, Some(container)), network);
 }
 
 /// The rules of one chain of the table (none without the table or the chain).

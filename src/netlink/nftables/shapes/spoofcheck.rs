@@ -70,13 +70,19 @@ pub fn allow_only(tx: &mut Transaction, names: Names, host_iface: &str, mac: [u8
     let c = Some(names.comment);
     let mut from_iface = expr::ifname(MetaKey::Iifname, CmpOp::Eq, host_iface);
     from_iface.push(Expr::Verdict(Verdict::Jump(names.iface_chain.into())));
-    tx.add_rule(&rule(BASE_CHAIN, from_iface, c));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, BASE_CHAIN, from_iface, c));
     let to_mac = vec![Expr::Verdict(Verdict::Jump(names.mac_chain.into()))];
-    tx.add_rule(&rule(names.iface_chain, to_mac, c));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, names.iface_chain, to_mac, c));
     let mut own_mac = expr::ether_saddr(mac);
     own_mac.push(Expr::Verdict(Verdict::Return));
-    tx.add_rule(&rule(names.mac_chain, own_mac, c));
-    tx.add_rule(&rule(names.mac_chain, vec![Expr::Verdict(Verdict::Drop)], c));
+    tx.add_rule(&Rule::new(FAMILY, TABLE, names.mac_chain, own_mac, c));
+    tx.add_rule(&Rule::new(
+        FAMILY,
+        TABLE,
+        names.mac_chain,
+        vec![Expr::Verdict(Verdict::Drop)],
+        c,
+    ));
 }
 
 /// Handles of the base-chain rules carrying `comment`.
@@ -119,15 +125,5 @@ pub fn delete_chains(tx: &mut Transaction, names: Names, present: &[String]) {
     }
     for c in &doomed {
         tx.delete_chain(FAMILY, TABLE, c);
-    }
-}
-
-fn rule<'a>(chain: &'a str, exprs: Vec<Expr>, comment: Option<&'a str>) -> Rule<'a> {
-    Rule {
-        family: FAMILY,
-        table: TABLE,
-        chain,
-        exprs,
-        comment,
     }
 }

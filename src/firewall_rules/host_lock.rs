@@ -3,7 +3,7 @@
 //! when its process dies, so a crashed plugin never leaves the host locked. The files are
 //! never removed: removing one while another process waits on it would split the lock in
 //! two.
-use super::firewall_tools::{err, Error};
+use super::error::{err, Error};
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
 use std::path::Path;

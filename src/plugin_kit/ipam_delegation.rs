@@ -1,8 +1,8 @@
 //! The L3 side of a plugin: IPAM delegation (ADD with its release registered for rollback,
 //! GC forwarding) and the masquerade attachment of a call.
-use super::ipmasq;
 use super::rollback::Rollback;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
+use crate::firewall_rules::ipmasq;
 
 /// IPAM ADD; on any later failure of this ADD the rollback runs IPAM DEL.
 pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>) -> Result<CniResult, Error> {

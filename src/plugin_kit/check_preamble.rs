@@ -66,7 +66,7 @@ impl ContainerLink<'_> {
                 link.name
             )));
         }
-        if link.kind.as_deref() != Some(self.kind) {
+        if link.kind_name() != Some(self.kind) {
             return Err(Error::internal(format!(
                 "Error: Container interface {} not of type {}",
                 link.name, self.kind_word

@@ -11,13 +11,13 @@
 //! [`spoofcheck` shape](crate::netlink::nftables::shapes::spoofcheck).
 //!
 //! Setup and teardown are one netlink transaction each; no process is run.
-use super::firewall_tools::err;
-pub use super::firewall_tools::Error;
+use super::error::err;
+pub use super::error::Error;
 use crate::netlink::nftables::shapes::spoofcheck as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
 use crate::netlink::MacAddr;
 
-/// How often teardown re-reads and retries when a concurrent change got there first.
+/// How often a change is read and planned again when a concurrent change got there first.
 const ATTEMPTS: usize = 3;
 
 /// One attachment's rule set.
@@ -60,22 +60,20 @@ pub fn setup(att: Attachment, host_iface: &str, mac: &str) -> Result<(), Error> 
         comment: &comment,
     };
     let nft = Nftables::shared().map_err(|e| err(op, e))?;
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let now = shape::state(&nft).map_err(|e| err(op, e))?;
-        let mut tx = Transaction::new();
-        tx.declare(&shape::layout(), &now);
-        for handle in shape::base_rules_in(&now, &comment) {
-            shape::delete_base_rule(&mut tx, handle);
-        }
-        shape::allow_only(&mut tx, names, host_iface, mac.0);
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(err(op, e)),
-        }
-    }
-    Err(err(op, last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let now = shape::state(nft).map_err(|e| err(op, e))?;
+            let mut tx = Transaction::new();
+            tx.declare(&shape::layout(), &now);
+            for handle in shape::base_rules_in(&now, &comment) {
+                shape::delete_base_rule(&mut tx, handle);
+            }
+            shape::allow_only(&mut tx, names, host_iface, mac.0);
+            Ok(tx)
+        },
+        |e| err(op, e),
+    )
 }
 
 /// Remove the attachment's base-chain rule and both of its chains. Whatever is already gone
@@ -93,27 +91,22 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
         mac_chain: &macc,
         comment: &comment,
     };
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let chains = shape::chains(&nft).map_err(|e| err(op, e))?;
-        if chains.is_empty() {
-            return Ok(()); // no table
-        }
-        let mut tx = Transaction::new();
-        for handle in shape::base_rules(&nft, &comment).map_err(|e| err(op, e))? {
-            shape::delete_base_rule(&mut tx, handle);
-        }
-        shape::delete_chains(&mut tx, names, &chains);
-        if tx.is_empty() {
-            return Ok(());
-        }
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(err(op, e)),
-        }
-    }
-    Err(err(op, last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let mut tx = Transaction::new();
+            let chains = shape::chains(nft).map_err(|e| err(op, e))?;
+            if chains.is_empty() {
+                return Ok(tx); // no table
+            }
+            for handle in shape::base_rules(nft, &comment).map_err(|e| err(op, e))? {
+                shape::delete_base_rule(&mut tx, handle);
+            }
+            shape::delete_chains(&mut tx, names, &chains);
+            Ok(tx)
+        },
+        |e| err(op, e),
+    )
 }
 
 #[cfg(test)]

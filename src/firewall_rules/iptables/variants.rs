@@ -1,5 +1,5 @@
 //! Where an attachment's iptables `nat` chain is, found without a process, and which tools
-//! change it. With [`xtables`](super::xtables) this makes iptables cost nothing when there
+//! change it. With [`save_restore`](super::save_restore) this makes iptables cost nothing when there
 //! is nothing to do, and one `iptables-restore --noflush` per family for a change (plus
 //! one `iptables-save` when the change depends on rules that may already exist).
 //!
@@ -15,8 +15,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use super::firewall_tools::{err, find_tool, missing_tool, Error};
-use super::xtables::Family as IpVersion;
+use super::save_restore::Family as IpVersion;
+use crate::firewall_rules::error::{err, Error};
+use crate::firewall_rules::tools::{find_tool, missing_tool};
 use crate::netlink::nftables::shapes::xtables;
 use crate::netlink::nftables::Nftables;
 
@@ -86,7 +87,7 @@ pub fn tools(v: IpVersion, variant: Variant) -> Option<Tools> {
 }
 
 /// Whether the iptables rules of `v` are read and written over nf_tables netlink
-/// ([`iptables_nft`](super::iptables_nft)) rather than by running iptables-save/-restore:
+/// ([`nft`](super::nft)) rather than by running iptables-save/-restore:
 /// when plain `iptables` (what the reference runs) is iptables-nft, whose tables are
 /// nf_tables tables; and when no iptables is installed but nf_tables is there (nothing else
 /// writes those tables then, and an iptables-nft installed later reads them as its own).

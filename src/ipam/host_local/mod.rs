@@ -7,12 +7,12 @@ pub mod index;
 pub mod range;
 pub mod range_set;
 pub mod reboot;
-pub mod resolv;
 pub mod store;
 
 use crate::cni::error::code;
 use crate::cni::result::{Dns, IpConfig};
 use crate::cni::{CniResult, Error, Plugin, Request};
+use crate::ipam::resolv;
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;
@@ -112,18 +112,19 @@ impl Plugin for HostLocal {
         let mut store = open_store(&conf)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
-        Ok(CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![],
-            ips,
-            routes: conf.routes,
-            dns,
-        })
+        Ok(crate::ipam::result(req, ips, conf.routes, dns))
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let conf = load(req)?;
-        let mut store = open_store(&conf)?;
+        // releasing needs only the store: its directory, the network's name, and whether an
+        // earlier boot's reservations go
+        let (data_dir, name, release_after_reboot) = crate::cni::config::del_config(
+            "host-local",
+            || load(req).map(|c| (c.data_dir, c.name, c.release_after_reboot)),
+            || config::Config::store_of(&req.config),
+        );
+        let boot = Boot::current(release_after_reboot);
+        let mut store = Store::open_in_boot(&data_dir, &name, &boot).map_err(Error::internal)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }
@@ -183,27 +184,10 @@ impl Plugin for HostLocal {
     /// Release every reservation whose attachment is not in `cni.dev/valid-attachments`.
     fn gc(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let Some(list) = req.config.get("cni.dev/valid-attachments") else {
+        let Some(valid) = crate::cni::config::valid_attachments(&req.config)? else {
             // without the list nothing can be judged stale; releasing all would be a guess
             return Ok(());
         };
-        let list = list
-            .as_array()
-            .ok_or_else(|| Error::new(code::DECODING_FAILURE, "cni.dev/valid-attachments must be a list"))?;
-        let mut valid = vec![];
-        for a in list {
-            let id = a.get("containerID").and_then(|v| v.as_str());
-            let ifname = a.get("ifname").and_then(|v| v.as_str());
-            match (id, ifname) {
-                (Some(id), Some(ifname)) => valid.push((id.to_string(), ifname.to_string())),
-                _ => {
-                    return Err(Error::new(
-                        code::DECODING_FAILURE,
-                        format!("cni.dev/valid-attachments: entry {a} needs string containerID and ifname"),
-                    ))
-                }
-            }
-        }
         let mut store = open_store(&conf)?;
         store.gc(&valid).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)

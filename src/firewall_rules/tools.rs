@@ -1,36 +1,8 @@
 //! The firewall tools that remain: finding `iptables-save`/`iptables-restore` (and their
-//! variants) the way they will be run, and the firewall error type.
-//! nf_tables rules need no tool: they go through [`crate::netlink::nftables`].
-use std::fmt;
+//! variants) the way they will be run. nf_tables rules need no tool: they go through
+//! [`crate::netlink::nftables`].
+use super::error::{err, Error};
 use std::path::{Path, PathBuf};
-
-/// A firewall failure: what was being done and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    pub op: String,
-    pub detail: String,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.op, self.detail)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e)
-    }
-}
-
-pub fn err(op: impl Into<String>, detail: impl fmt::Display) -> Error {
-    Error {
-        op: op.into(),
-        detail: detail.to_string(),
-    }
-}
 
 /// Where tools are looked for after PATH: a runtime's PATH (cron, `env -i`, a non-root
 /// login) often lacks the sbin directories the tools live in.

@@ -4,11 +4,11 @@
 //! Every message and the order of checks follow the reference's `LoadIPAMConfig`.
 use super::range::{canonical, RawRange, RawSubnet};
 use super::range_set::RangeSet;
+use crate::cni::json::{self, Fields, Json};
 use crate::cni::netaddr::{self, parse_ip};
 use crate::cni::result::Route;
-use crate::cni::{json, version};
+use crate::cni::version;
 use ipnetwork::IpNetwork;
-use serde_json::Value;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -52,22 +52,22 @@ impl From<crate::cni::Error> for ConfigError {
     }
 }
 
-fn type_error(v: &Value, field: &str, go_type: &str) -> ConfigError {
+fn type_error(v: &Json, field: &str, go_type: &str) -> ConfigError {
     json::type_error(v, field, go_type).into()
 }
 
 /// A string member; absent and `null` are both "not set".
-fn opt_str<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a str>, ConfigError> {
+fn opt_str<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a str>, ConfigError> {
     Ok(json::opt_str(obj, key, field)?)
 }
 
 /// A list member, its wrong type named `array` as this plugin always has.
-fn opt_array<'a>(obj: &'a Value, key: &str, field: &str) -> Result<Option<&'a [Value]>, ConfigError> {
+fn opt_array<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a [Json]>, ConfigError> {
     Ok(json::opt_list(obj, key, field, "array")?)
 }
 
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
-fn opt_ip(obj: &Value, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
+fn opt_ip(obj: &Fields, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
     Ok(netaddr::opt_ip(obj, key, field)?)
 }
 
@@ -80,22 +80,27 @@ pub fn parse_requested(s: &str) -> Result<IpAddr, ConfigError> {
     }
 }
 
-fn parse_requested_list(list: Option<&[Value]>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
+fn parse_requested_list(list: Option<&[Json]>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
     let mut out = vec![];
     for v in list.into_iter().flatten() {
         match v {
-            Value::String(s) => out.push(parse_requested(s)?),
-            Value::Null => {}
+            Json::String(s) => out.push(parse_requested(s)?),
+            Json::Null => {}
             other => return Err(type_error(other, field, "ip.IP")),
         }
     }
     Ok(out)
 }
 
-fn parse_range(obj: &Value, field: &str) -> Result<RawRange, ConfigError> {
-    if !obj.is_object() {
-        return Err(type_error(obj, field, "allocator.Range"));
+fn parse_range(value: &Json, field: &str) -> Result<RawRange, ConfigError> {
+    if value.as_object().is_none() {
+        return Err(type_error(value, field, "allocator.Range"));
     }
+    parse_range_fields(&json::as_object(value, field)?, field)
+}
+
+/// A `Range`'s members (also those of the IPAM section, which embeds one).
+fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError> {
     let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
         None => None,
         Some(s) => Some(RawSubnet::parse(s).map_err(|e| err(e.0))?),
@@ -109,38 +114,38 @@ fn parse_range(obj: &Value, field: &str) -> Result<RawRange, ConfigError> {
 }
 
 /// `[[Range]]`.
-fn parse_range_sets(list: Option<&[Value]>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
     let mut sets = vec![];
     for set in list.into_iter().flatten() {
         match set {
-            Value::Array(ranges) => sets.push(ranges.iter().map(|r| parse_range(r, field)).collect::<Result<_, _>>()?),
-            Value::Null => sets.push(vec![]),
+            Json::Array(ranges) => sets.push(ranges.iter().map(|r| parse_range(r, field)).collect::<Result<_, _>>()?),
+            Json::Null => sets.push(vec![]),
             other => return Err(type_error(other, field, "allocator.RangeSet")),
         }
     }
     Ok(sets)
 }
 
-fn opt_u32(obj: &Value, key: &str) -> Result<Option<u32>, ConfigError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| type_error(v, &format!("Route.{key}"), "int")),
-    }
+fn opt_u32(obj: &Fields, key: &str) -> Result<Option<u32>, ConfigError> {
+    Ok(json::value_field(obj, key, "int", |v| {
+        match v {
+            Json::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(()),
+            _ => Err(()),
+        }
+        .map_err(|_| json::type_error(v, &format!("Route.{key}"), "int"))
+    })?)
 }
 
-fn parse_routes(list: Option<&[Value]>) -> Result<Vec<Route>, ConfigError> {
+fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
     let mut routes = vec![];
     for r in list.into_iter().flatten() {
         if r.is_null() {
             continue;
         }
-        if !r.is_object() {
+        if r.as_object().is_none() {
             return Err(type_error(r, "IPAMConfig.routes", "types.Route"));
         }
+        let r = &json::as_object(r, "IPAMConfig.routes")?;
         let dst = opt_str(r, "dst", "Route.dst")?.unwrap_or("");
         let net = RawSubnet::parse(dst).map_err(|e| err(e.0))?;
         let dst = IpNetwork::new(
@@ -164,26 +169,67 @@ fn parse_routes(list: Option<&[Value]>) -> Result<Vec<Route>, ConfigError> {
 }
 
 impl Config {
+    /// The store a config names (its directory and the network) and its
+    /// `releaseAfterReboot`, read on their own: what DEL releases from when [`Config::load`]
+    /// refuses the rest.
+    pub fn store_of(conf: &Json) -> (PathBuf, String, bool) {
+        let conf = json::as_object(conf, "Net").unwrap_or_default();
+        let name = opt_str(&conf, "name", "Net.name").ok().flatten().unwrap_or_default();
+        let ipam = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
+            .ok()
+            .flatten();
+        let data_dir = ipam
+            .as_ref()
+            .and_then(|ipam| opt_str(ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
+            .filter(|d| !d.is_empty())
+            .unwrap_or(DEFAULT_DATA_DIR);
+        let release_after_reboot = ipam
+            .as_ref()
+            .and_then(|ipam| json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot").ok())
+            .flatten()
+            .unwrap_or(true);
+        (PathBuf::from(data_dir), name.to_string(), release_after_reboot)
+    }
+
     /// Load from the plugin config. `env_ip` is `CNI_ARGS`' `IP` value, if given.
-    pub fn load(conf: &Value, env_ip: Option<&str>) -> Result<Config, ConfigError> {
+    pub fn load(conf: &Json, env_ip: Option<&str>) -> Result<Config, ConfigError> {
+        // the reference's `allocator.Net`
+        let conf = &json::as_object(conf, "Net")?;
         let name = opt_str(conf, "name", "Net.name")?.unwrap_or_default().to_string();
         let cni_version = opt_str(conf, "cniVersion", "Net.cniVersion")?
             .unwrap_or_default()
             .to_string();
-        let empty = Value::Null;
-        let runtime = conf.get("runtimeConfig").unwrap_or(&empty);
-        let runtime_ranges = parse_range_sets(opt_array(runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
-        let runtime_ips = parse_requested_list(opt_array(runtime, "ips", "ips")?, "ips")?;
-        let args_ips = match conf.get("args").and_then(|a| a.get("cni")) {
-            Some(cni) => parse_requested_list(opt_array(cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
+        let runtime = json::opt_object(
+            conf,
+            "runtimeConfig",
+            "Net.runtimeConfig",
+            r#"struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; IPs []*ip.IP "json:\"ips,omitempty\"" }"#,
+        )?.unwrap_or_default();
+        let runtime_ranges = parse_range_sets(opt_array(&runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
+        let runtime_ips = parse_requested_list(opt_array(&runtime, "ips", "ips")?, "ips")?;
+        let args = json::opt_ptr_object(
+            conf,
+            "args",
+            "Net.args",
+            r#"struct { A *allocator.IPAMArgs "json:\"cni\"" }"#,
+        )?;
+        let args_ips = match args
+            .map(|a| json::opt_ptr_object(&a, "cni", "Net.args.cni", "allocator.IPAMArgs"))
+            .transpose()?
+            .flatten()
+        {
+            Some(cni) => parse_requested_list(opt_array(&cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
             None => vec![],
         };
-        let ipam = match conf.get("ipam") {
-            None | Some(Value::Null) => return Err(err("IPAM config missing 'ipam' key")),
-            Some(v) if !v.is_object() => return Err(type_error(v, "Net.ipam", "allocator.IPAMConfig")),
-            Some(v) => v,
+        let Some(ipam) = json::opt_ptr_object(conf, "ipam", "Net.ipam", "allocator.IPAMConfig")? else {
+            return Err(err("IPAM config missing 'ipam' key"));
         };
-        let legacy = parse_range(ipam, "IPAMConfig")?;
+        let ipam = &ipam;
+        // decoded though unused, so a wrong type fails as in the reference (`Name` has no
+        // JSON tag: any spelling of "name" fills it)
+        opt_str(ipam, "type", "IPAMConfig.ipam.type")?;
+        opt_str(ipam, "Name", "IPAMConfig.ipam.Name")?;
+        let legacy = parse_range_fields(ipam, "IPAMConfig")?;
         let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
         let routes = parse_routes(opt_array(ipam, "routes", "IPAMConfig.routes")?)?;
         let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.dataDir")? {
@@ -251,10 +297,10 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn load(v: Value) -> Result<Config, String> {
-        Config::load(&v, None).map_err(|e| e.0)
+        Config::load(&Json::from(&v), None).map_err(|e| e.0)
     }
 
     fn ip(s: &str) -> IpAddr {
@@ -313,7 +359,7 @@ mod tests {
             "args":{"cni":{"ips":["10.1.2.11","10.1.2.12/24","10.1.2.10"]}},
             "runtimeConfig":{"ips":["10.1.2.13/24","2001:db8::5"]},
             "ipam":{"subnet":"10.1.2.0/24"}});
-        let c = Config::load(&conf, Some("10.1.2.10/24")).unwrap();
+        let c = Config::load(&Json::from(&conf), Some("10.1.2.10/24")).unwrap();
         let want: Vec<IpAddr> = ["10.1.2.10", "10.1.2.11", "10.1.2.12", "10.1.2.13", "2001:db8::5"]
             .map(ip)
             .to_vec();
@@ -321,7 +367,7 @@ mod tests {
             c.requested, want,
             "env first, then args, then runtimeConfig; duplicates collapse"
         );
-        let c = Config::load(&conf, Some("")).unwrap();
+        let c = Config::load(&Json::from(&conf), Some("")).unwrap();
         assert_eq!(c.requested[0], ip("10.1.2.11"), "empty IP= is unset");
     }
 
@@ -329,7 +375,7 @@ mod tests {
     fn requested_ip_errors() {
         let conf = json!({"name":"n","ipam":{"subnet":"10.1.2.0/24"}});
         assert_eq!(
-            Config::load(&conf, Some("bogus")).unwrap_err().0,
+            Config::load(&Json::from(&conf), Some("bogus")).unwrap_err().0,
             "ARGS: error parsing value of pair \"IP=bogus\": invalid IP address bogus"
         );
         assert_eq!(

@@ -10,14 +10,14 @@
 //! someone else wrote with anything more is read as a line no script can match, so it is
 //! never taken for one of ours and never deleted.
 //!
-//! iptables-legacy hosts keep the process path ([`xtables::save`]/[`xtables::restore`]):
+//! iptables-legacy hosts keep the process path ([`super::save_restore`]):
 //! legacy tables are not reachable over nf_tables netlink.
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
-use super::firewall_tools::{err, Error};
-use super::xtables::{Family, Op, Script, Table};
+use super::save_restore::{Family, Op, Script, Table};
+use crate::firewall_rules::error::{err, Error};
 use crate::netlink::nftables::expr::xt_ctstate;
 use crate::netlink::nftables::shapes::xtables::{self as shape, Cond, Target, XtMatch, XtRule, XtTable};
 use crate::netlink::nftables::{Nftables, Policy, Transaction};
@@ -77,17 +77,18 @@ fn snapshot(family: Family, table: &'static str, read: XtTable) -> Snapshot {
     }
 }
 
-/// Applies `script` to the table `snap` was read from, in one transaction (all lines or
-/// none) that the kernel applies only if nothing was committed since the read: Ok(false)
-/// when it was refused for that (read and plan again). A `-D` deletes the first rule that
-/// reads as its words, as iptables does.
-pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
+/// `script` as one transaction on the table `snap` was read from (all lines or none), which
+/// the kernel applies only if nothing was committed since the read (else it is refused as
+/// [`is_generation_changed`](crate::netlink::Error::is_generation_changed): read and plan
+/// again). Empty for an empty script. A `-D` deletes the first rule that reads as its
+/// words, as iptables does.
+fn transaction(snap: &Snapshot, script: &Script) -> Result<Transaction, Error> {
+    let mut tx = Transaction::new();
     if script.is_empty() {
-        return Ok(true);
+        return Ok(tx);
     }
     let op = || format!("change {} table {}", snap.family.tool(), snap.table);
     let family = snap.family.nf_family();
-    let mut tx = Transaction::new();
     let mut w = shape::Writer::new(&mut tx, family, snap.table, &snap.read);
     let mut deleted = vec![];
     for line in script.ops() {
@@ -113,12 +114,7 @@ pub fn apply(snap: &Snapshot, script: &Script) -> Result<bool, Error> {
             }
         }
     }
-    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
-    match nft.commit(tx) {
-        Ok(()) => Ok(true),
-        Err(e) if e.is_generation_changed() => Ok(false),
-        Err(e) => Err(err(op(), e)),
-    }
+    Ok(tx)
 }
 
 /// How often a change is read and planned again when the ruleset keeps changing under it
@@ -130,7 +126,7 @@ const ATTEMPTS: usize = 50;
 /// planned again if anything was committed in between; on an iptables-legacy host one
 /// `iptables-restore --noflush` after one `iptables-save`. Returns the script applied.
 pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
-    if !super::iptables::over_netlink(family) {
+    if !super::variants::over_netlink(family) {
         return save_plan_restore(family, table, plan);
     }
     let done = change_over_netlink(family, table, None, plan)?;
@@ -141,7 +137,7 @@ pub fn change(family: Family, table: &'static str, plan: impl Fn(&Table) -> Scri
 /// [`change`] where the chain `chain` exists, and nothing (Ok(None)) where it provably does
 /// not (DEL: nothing was set up). On an iptables-nft host the read that plans the change
 /// decides, in the same dump of the chains; on an iptables-legacy host the kernel's list of
-/// the tables in use ([`chain_locations_in`](super::iptables::chain_locations_in)), so no
+/// the tables in use ([`chain_locations_in`](super::variants::chain_locations_in)), so no
 /// process runs where nothing can be.
 pub fn change_where_chain(
     family: Family,
@@ -149,11 +145,11 @@ pub fn change_where_chain(
     chain: &str,
     plan: impl Fn(&Table) -> Script,
 ) -> Result<Option<Script>, Error> {
-    if super::iptables::over_netlink(family) {
+    if super::variants::over_netlink(family) {
         return change_over_netlink(family, table, Some(chain), plan);
     }
     // a failed look is no proof: read with iptables-save then
-    let may_exist = super::iptables::chain_locations_in(family, table, chain).map_or(true, |found| !found.is_empty());
+    let may_exist = super::variants::chain_locations_in(family, table, chain).map_or(true, |found| !found.is_empty());
     if !may_exist {
         return Ok(None);
     }
@@ -161,8 +157,8 @@ pub fn change_where_chain(
 }
 
 fn save_plan_restore(family: Family, table: &'static str, plan: impl Fn(&Table) -> Script) -> Result<Script, Error> {
-    let script = plan(&super::xtables::save(family, table)?);
-    super::xtables::restore(family, &script).map(|_| script)
+    let script = plan(&super::save_restore::save(family, table)?);
+    super::save_restore::restore(family, &script).map(|_| script)
 }
 
 /// Read, plan and apply until no commit came in between; None when `chain` is given and
@@ -173,24 +169,32 @@ fn change_over_netlink(
     chain: Option<&str>,
     plan: impl Fn(&Table) -> Script,
 ) -> Result<Option<Script>, Error> {
-    for _ in 0..ATTEMPTS {
-        let Some(snap) = read_where(family, table, chain)? else {
-            return Ok(None);
-        };
-        let script = plan(&snap.saved);
-        if apply(&snap, &script)? {
-            return Ok(Some(script));
-        }
-    }
-    Err(err(
-        format!("change {} table {table}", family.tool()),
-        format!("the ruleset changed during each of {ATTEMPTS} attempts"),
-    ))
+    let op = || format!("change {} table {table}", family.tool());
+    let nft = Nftables::shared().map_err(|e| err(op(), e))?;
+    let mut planned = None;
+    nft.commit_planned(
+        ATTEMPTS,
+        |_| {
+            planned = None;
+            let Some(snap) = read_where(family, table, chain)? else {
+                return Ok(Transaction::new());
+            };
+            let script = plan(&snap.saved);
+            let tx = transaction(&snap, &script)?;
+            planned = Some(script);
+            Ok(tx)
+        },
+        |e| match e.is_generation_changed() {
+            true => err(op(), format!("the ruleset changed during each of {ATTEMPTS} attempts")),
+            false => err(op(), e),
+        },
+    )?;
+    Ok(planned)
 }
 
 /// One table of the host's iptables as read the way its `iptables` reads it: over netlink
 /// on an iptables-nft host, with `iptables-save` on an iptables-legacy one (see
-/// [`over_netlink`](super::iptables::over_netlink)). For reading only (CHECK); changes go
+/// [`over_netlink`](super::variants::over_netlink)). For reading only (CHECK); changes go
 /// through [`change`].
 pub enum HostTable {
     Netlink(Snapshot),
@@ -200,10 +204,10 @@ pub enum HostTable {
 impl HostTable {
     /// Reads `table` of `family`.
     pub fn read(family: Family, table: &'static str) -> Result<HostTable, Error> {
-        if super::iptables::over_netlink(family) {
+        if super::variants::over_netlink(family) {
             read(family, table).map(HostTable::Netlink)
         } else {
-            super::xtables::save(family, table).map(|t| HostTable::Process(family, t))
+            super::save_restore::save(family, table).map(|t| HostTable::Process(family, t))
         }
     }
 
@@ -355,7 +359,7 @@ pub fn rule(spec: &[String]) -> Result<XtRule, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::xtables::split_rule;
+    use crate::firewall_rules::iptables::save_restore::split_rule;
 
     #[test]
     fn the_firewalls_rules_translate_and_read_back_in_save_order() {

@@ -12,11 +12,12 @@
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules. Teardown runs no process
-//! unless an iptables chain of the attachment exists (see [`super::iptables`]).
-pub use super::firewall_tools::Error;
-use super::firewall_tools::{err, missing_tool};
-use super::iptables;
-use super::xtables::{self, Family as IpFamily, Script};
+//! unless an iptables chain of the attachment exists (see [`super::iptables::variants`]).
+use super::error::err;
+pub use super::error::Error;
+use super::iptables::save_restore::{self, Family as IpFamily, Script};
+use super::iptables::variants;
+use super::tools::missing_tool;
 use crate::cni::netaddr::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
 use crate::netlink::nftables::{Nftables, Transaction};
@@ -27,8 +28,8 @@ use ipnetwork::IpNetwork;
 const NFT_COMMENT_MAX: usize = 128;
 /// iptables chain names are at most 28 characters.
 const IPT_CHAIN_LEN: usize = 28;
-/// How often a teardown re-reads and retries when a concurrent change removed a rule it
-/// was about to delete.
+/// How often a change is read and planned again when a concurrent change removed a rule
+/// it was about to delete.
 const ATTEMPTS: usize = 3;
 
 /// Where masquerade rules go.
@@ -89,7 +90,7 @@ fn missing_iptables(addrs: &[IpNetwork]) -> Option<String> {
     [IpFamily::V4, IpFamily::V6]
         .into_iter()
         .filter(|v| addrs.iter().any(|a| IpFamily::of(a.ip()) == *v))
-        .find(|v| iptables::default_tools(*v).is_none())
+        .find(|v| variants::default_tools(*v).is_none())
         .map(|v| format!("{}-restore", v.tool()))
 }
 
@@ -198,25 +199,22 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
     let c = comment(att);
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let now = shape::state(&nft).map_err(failed)?;
-        let mut tx = Transaction::new();
-        tx.declare(&shape::layout(), &now);
-        for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
-            shape::delete(&mut tx, *handle);
-        }
-        for a in addrs {
-            shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
-        }
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            // a concurrent DEL of the same attachment removed a stale rule first
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(failed(e)),
-        }
-    }
-    Err(failed(last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let now = shape::state(nft).map_err(failed)?;
+            let mut tx = Transaction::new();
+            tx.declare(&shape::layout(), &now);
+            for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
+                shape::delete(&mut tx, *handle);
+            }
+            for a in addrs {
+                shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
+            }
+            Ok(tx)
+        },
+        failed,
+    )
 }
 
 /// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
@@ -227,28 +225,19 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
         Err(e) if e.is_netfilter_missing() => return Ok(()),
         Err(e) => return Err(err(op, e)),
     };
-    let mut last = None;
-    for _ in 0..ATTEMPTS {
-        let doomed: Vec<u64> = shape::rules(&nft)
-            .map_err(|e| err(op, e))?
-            .into_iter()
-            .filter(|(_, c)| c.starts_with(prefix) && also(c))
-            .map(|(h, _)| h)
-            .collect();
-        if doomed.is_empty() {
-            return Ok(());
-        }
-        let mut tx = Transaction::new();
-        for h in doomed {
-            shape::delete(&mut tx, h);
-        }
-        match nft.commit(tx) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.is_not_found() => last = Some(e),
-            Err(e) => return Err(err(op, e)),
-        }
-    }
-    Err(err(op, last.expect("attempted")))
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            let mut tx = Transaction::new();
+            for (h, c) in shape::rules(nft).map_err(|e| err(op, e))? {
+                if c.starts_with(prefix) && also(&c) {
+                    shape::delete(&mut tx, h);
+                }
+            }
+            Ok(tx)
+        },
+        |e| err(op, e),
+    )
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it.
@@ -278,18 +267,18 @@ fn ipt_spec(matches: &[&str], comment: &str, target: &str) -> Vec<String> {
 fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
     let chain = iptables_chain(att);
     let comment = iptables_comment(att);
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     for v in [IpFamily::V4, IpFamily::V6] {
         let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| IpFamily::of(a.ip()) == v).collect();
         if mine.is_empty() {
             continue;
         }
         let op = format!("set up {} masquerade", v.tool());
-        let tools = iptables::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
-        let table = if iptables::chain_locations(v, &chain)?.contains(&tools.variant) {
-            xtables::save_with(&tools.save, "nat")?
+        let tools = variants::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
+        let table = if variants::chain_locations(v, &chain)?.contains(&tools.variant) {
+            save_restore::save_with(&tools.save, "nat")?
         } else {
-            xtables::Table::default()
+            save_restore::Table::default()
         };
         let mut script = Script::new("nat");
         if !table.has_chain(&chain) {
@@ -316,7 +305,7 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
                 }
             }
         }
-        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
+        save_restore::restore_with(&tools.restore, &script).map_err(|e| err(op, e))?;
     }
     Ok(())
 }
@@ -325,15 +314,15 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 /// has it. Nothing is run when no variant has it.
 fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
     let chain = iptables_chain(att);
-    let found = iptables::chain_locations(v, &chain)?;
+    let found = variants::chain_locations(v, &chain)?;
     if found.is_empty() {
         return Ok(());
     }
-    let _lock = xtables::lock()?;
+    let _lock = save_restore::lock()?;
     let op = format!("tear down {} masquerade", v.tool());
     for variant in found {
-        let tools = iptables::needed_tools(v, variant, &op)?;
-        let table = xtables::save_with(&tools.save, "nat")?;
+        let tools = variants::needed_tools(v, variant, &op)?;
+        let table = save_restore::save_with(&tools.save, "nat")?;
         if !table.has_chain(&chain) {
             continue; // a legacy nat table without this chain
         }
@@ -347,7 +336,7 @@ fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
             script.delete(&chain, spec);
         }
         script.delete_chain(&chain);
-        xtables::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
+        save_restore::restore_with(&tools.restore, &script).map_err(|e| err(op.clone(), e))?;
     }
     Ok(())
 }

@@ -8,10 +8,11 @@
 //!
 //! `iptables-save`/`iptables-restore` are whatever the host's alternatives point at
 //! (iptables-nft or iptables-legacy), as the reference's `iptables` calls are. Where that
-//! is iptables-nft, callers that go through [`iptables_nft::change`](super::iptables_nft::change)
+//! is iptables-nft, callers that go through [`nft::change`](super::nft::change)
 //! (the firewall plugin) run neither: the same [`Table`] is read and the same [`Script`]
 //! applied over nf_tables netlink.
-use super::firewall_tools::{err, find_tool, missing_tool, Error};
+use crate::firewall_rules::error::{err, Error};
+use crate::firewall_rules::tools::{find_tool, missing_tool};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::IpAddr;
@@ -152,8 +153,8 @@ impl Script {
         self.ops.is_empty()
     }
 
-    /// The lines, in order (what [`iptables_nft::apply`](super::iptables_nft::apply)
-    /// turns into one nf_tables transaction).
+    /// The lines, in order (what [`nft::change`](super::nft::change) turns into one
+    /// nf_tables transaction on an iptables-nft host).
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
@@ -356,10 +357,10 @@ pub fn restore_with(tool: &Path, script: &Script) -> Result<(), Error> {
 }
 
 /// The host-wide lock around one read-plan-restore cycle; released on drop.
-pub type Lock = super::host_lock::Held;
+pub type Lock = crate::firewall_rules::host_lock::Held;
 
 pub fn lock() -> Result<Lock, Error> {
-    super::host_lock::exclusive(LOCK_FILE)
+    crate::firewall_rules::host_lock::exclusive(LOCK_FILE)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! everything that is already gone as success (the spec requires DEL to be idempotent).
 use super::netns_open::open_for_del;
 use crate::cni::{config as cniconf, CniResult, Error, Request};
-use crate::netlink::{Handle, Link, MacAddr};
+use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 
 /// What DEL found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +48,7 @@ fn is_reported(link: &Link, prev: Option<&CniResult>, ifname: &str) -> Result<bo
     if link.mac == Some(mac) {
         return Ok(true);
     }
-    let Some(peer) = link.peer_index.filter(|_| link.kind.as_deref() == Some("veth")) else {
+    let Some(peer) = link.peer_index.filter(|_| link.kind == Some(LinkKind::Veth)) else {
         return Ok(false);
     };
     let host = Handle::current()?;
@@ -76,8 +76,8 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
     let Some(link) = h.link_by_name(ifname)? else {
         return Ok(Removed::AlreadyGone);
     };
-    if link.kind.as_deref() != Some(kind) {
-        let found = link.kind.unwrap_or_else(|| "device".into());
+    if link.kind_name() != Some(kind) {
+        let found = link.kind_name().unwrap_or("device").to_string();
         eprintln!("cnibox: DEL: {ifname} in {netns_path} is a {found}, not a {kind}: left alone");
         return Ok(Removed::NotOurs(found));
     }

@@ -1,0 +1,119 @@
+//! A link stacked on a lower link, the "master" (macvlan today; ipvlan and vlan as they
+//! land): the call's two namespaces, the master resolved in the one it lives in, the MTU
+//! bound it sets, and the stacked link created in the container namespace.
+//!
+//! The link is born in the container namespace under a temporary name and renamed there,
+//! so a name that exists on the host never clashes and a name that exists in the
+//! container is a clean error. With `linkInContainer` the master itself lives in the
+//! container namespace and the link is created there.
+use super::netns_open;
+use crate::cni::{Error, Request};
+use crate::netlink::{self, Family, Handle, Link, LinkKind, LinkSpec, MacAddr, TABLE_MAIN};
+use crate::netns::Netns;
+
+/// The two namespaces of a call, and which of them holds the master.
+pub struct Namespaces {
+    pub ns: Netns,
+    pub host: Handle,
+    pub cont: Handle,
+    /// `linkInContainer`: the master is in the container namespace.
+    pub link_in_container: bool,
+}
+
+impl Namespaces {
+    pub fn open(req: &Request, link_in_container: bool) -> Result<Namespaces, Error> {
+        let ns = netns_open::container(&req.netns)?;
+        let host = Handle::current()?;
+        let cont = Handle::open(&ns)?;
+        Ok(Namespaces {
+            ns,
+            host,
+            cont,
+            link_in_container,
+        })
+    }
+
+    /// Where the master lives (and the stacked link is created).
+    pub fn master_side(&self) -> &Handle {
+        if self.link_in_container {
+            &self.cont
+        } else {
+            &self.host
+        }
+    }
+
+    /// The master in the namespace it lives in: `configured`, else the interface of the
+    /// first default route of the main table.
+    pub fn master(&self, configured: Option<&str>) -> Result<Link, Error> {
+        let h = self.master_side();
+        let name = match configured {
+            Some(m) => m.to_string(),
+            None => default_route_interface(h)?,
+        };
+        h.link_by_name(&name)?
+            .ok_or_else(|| Error::internal(format!("failed to lookup master {name:?}: Link not found")))
+    }
+
+    /// Creates a link of `kind` on `master` in the container namespace under a temporary
+    /// name (`tmp_prefix` and random digits) and renames it to `ifname` there; on a failed
+    /// rename the link is deleted before returning.
+    pub fn create_on_master(&self, stacked: Stacked<'_>, ifname: &str) -> Result<Link, Error> {
+        let word = stacked.kind.name().to_string();
+        let tmp = netlink::random_name(stacked.tmp_prefix)
+            .map_err(|e| Error::internal(format!("failed to generate a temporary link name: {e}")))?;
+        let spec = LinkSpec {
+            lower: Some(stacked.master.index),
+            // created inside the container when the master is there
+            netns: (!self.link_in_container).then_some(&self.ns),
+            mtu: stacked.mtu,
+            mac: stacked.mac,
+            ..LinkSpec::new(&tmp, stacked.kind)
+        };
+        self.master_side()
+            .create_link(&spec)
+            .map_err(|e| Error::internal(format!("failed to create {word}: {e}")))?;
+        let cont = &self.cont;
+        let created = cont.link(tmp.as_str())?;
+        if let Err(e) = cont.set_name(created.index, ifname) {
+            if let Err(d) = cont.delete_link(created.index) {
+                eprintln!("cnibox {word}: cleanup after failed rename: {d}");
+            }
+            return Err(Error::internal(format!("failed to rename {word} to {ifname:?}: {e}")));
+        }
+        cont.link(created.index)
+            .map_err(|e| Error::internal(format!("failed to refetch {word} {ifname:?}: {e}")))
+    }
+}
+
+/// A link to stack on a master: its kind with the kind's data, and what the config sets.
+pub struct Stacked<'a> {
+    pub kind: LinkKind,
+    pub master: &'a Link,
+    /// Validated against the master's with [`check_mtu`].
+    pub mtu: Option<u32>,
+    pub mac: Option<MacAddr>,
+    /// The temporary name's prefix (`mvtmp` for macvlan).
+    pub tmp_prefix: &'a str,
+}
+
+fn default_route_interface(h: &Handle) -> Result<String, Error> {
+    let default = h
+        .routes(Family::All)?
+        .into_iter()
+        .find(|r| r.table == TABLE_MAIN && r.dst.prefix() == 0 && r.oif.is_some());
+    match default.and_then(|r| r.oif) {
+        Some(oif) => Ok(h.link(oif)?.name),
+        None => Err(Error::internal("no default route interface found")),
+    }
+}
+
+/// The configured MTU is 0 (the master's) or at most the master's.
+pub fn check_mtu(mtu: i64, master: &Link) -> Result<(), Error> {
+    if mtu < 0 || mtu > i64::from(master.mtu) {
+        return Err(Error::internal(format!(
+            "invalid MTU {mtu}, must be [0, master MTU({})]",
+            master.mtu
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! What the plugin applets are built from (none of it is an applet):
+//! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
+//! * [`check_preamble`]: what every CHECK verifies first (prevResult, the container interface).
+//! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
+//! * [`container_link`]: idempotent removal of the container interface on DEL.
+//! * [`lower_link`]: a link stacked on a host interface (the "master"): namespaces, master,
+//!   MTU bound, creation in the container.
+//! * [`ipam_delegation`]: IPAM ADD with release on failure, GC forwarding, the masquerade
+//!   attachment.
+//! * [`rollback`]: undo what a failed ADD did.
+//! * [`teardown`]: DEL attempts every step and reports the first failure.
+pub mod check_preamble;
+pub mod container_link;
+pub mod iface;
+pub mod ipam_delegation;
+pub mod lower_link;
+pub mod netns_open;
+pub mod rollback;
+pub mod teardown;
+
+// The plugin boundary: where the kernel-side layers' typed errors become CNI errors. The
+// layers below know nothing of the CNI protocol; a plugin reports their failures as plain
+// errors (code 999) whose message names the operation and object, as the reference does.
+impl From<crate::netlink::Error> for crate::cni::Error {
+    fn from(e: crate::netlink::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::netns::Error> for crate::cni::Error {
+    fn from(e: crate::netns::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::sysctl::Error> for crate::cni::Error {
+    fn from(e: crate::sysctl::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
