@@ -242,7 +242,7 @@ impl Runtime {
         if self.cache().from_earlier_boot(&key) && !list.keeps_earlier_boots() {
             // the same container in an earlier boot: what plugins keep on disk for that
             // attachment (an address) goes before the new ADD
-            if let Err(e) = self.del_locked(list, rt, &key) {
+            if let Err(e) = self.del_plugins_and_cache(list, rt, &key) {
                 warn(format!(
                     "{}: delete of the attachment cached in an earlier boot: {e}",
                     key.file_name()
@@ -385,6 +385,15 @@ impl Runtime {
     }
 
     pub(super) fn del_locked(&self, list: &NetworkList, rt: &RuntimeConf, key: &Key) -> Result<(), ChainError> {
+        self.del_plugins_and_cache(list, rt, key)?;
+        lock::remove_attachment(&self.cache_dir, key);
+        Ok(())
+    }
+
+    /// DEL's work without removing the attachment's lock file: for an ADD that deletes
+    /// the attachment first and goes on holding that lock (removing the file would let the
+    /// next caller lock a new one beside it).
+    fn del_plugins_and_cache(&self, list: &NetworkList, rt: &RuntimeConf, key: &Key) -> Result<(), ChainError> {
         let mut cached = self.read_cached(key);
         if let Some(p) = &cached.problem {
             warn(format!("{p}; deleting without prevResult"));
@@ -419,7 +428,6 @@ impl Runtime {
             self.call(plugin, "delete", &stdin, &inv)?;
         }
         self.cache().remove(key)?;
-        lock::remove_attachment(&self.cache_dir, key);
         Ok(())
     }
 

@@ -1368,6 +1368,12 @@ fn add_after_a_reboot_deletes_the_containers_earlier_attachment_first() {
         }
         assert_eq!(records[2]["netns"], "/run/netns/rb");
         assert!(first.is_object());
+        // the ADD kept the attachment's lock file it held throughout: removed (as a DEL
+        // removes it), the next caller would have locked a new file beside it
+        assert!(
+            w.env.cache_dir.join("locks/rb-c1-eth0").exists(),
+            "{version}: lock file removed under the ADD"
+        );
         // a network that keeps an earlier boot's attachments leaves it to the runtime
         let mut keep = conflist("rb", version, vec![rec("a")]);
         keep["plugins"][0]["ipam"] = json!({"releaseAfterReboot": false});

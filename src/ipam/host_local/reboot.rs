@@ -259,10 +259,15 @@ fn spawn_remover(parent: &OwnedFd, dir: &OwnedFd, name: &str) -> nix::Result<()>
 fn remover(parent: &OwnedFd, dir: &OwnedFd, name: &str) -> nix::Result<()> {
     let _ = nix::unistd::setsid();
     // no stdout of the runtime's held open, no lock of the store's kept
-    let null = nix::fcntl::open("/dev/null", OFlag::O_RDWR, Mode::empty())?;
+    let null = nix::fcntl::open("/dev/null", OFlag::O_RDWR, Mode::empty()).ok();
     for std_fd in 0..3 {
-        // SAFETY: plain dup2 on descriptors this process owns.
-        unsafe { libc::dup2(null.as_raw_fd(), std_fd) };
+        // SAFETY: dup2 and close on descriptors this process owns.
+        unsafe {
+            match &null {
+                Some(null) => libc::dup2(null.as_raw_fd(), std_fd),
+                None => libc::close(std_fd),
+            }
+        };
     }
     let keep = [parent.as_raw_fd(), dir.as_raw_fd()];
     let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
