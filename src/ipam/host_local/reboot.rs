@@ -33,7 +33,7 @@
 use super::index::{self, list_dir, read_small, Index, BOOT_RECORD, INDEX_DIR};
 use super::store::{go_errno, StoreError};
 use nix::errno::Errno;
-use nix::fcntl::{openat, renameat2, AtFlags, Flock, FlockArg, OFlag, RenameFlags};
+use nix::fcntl::{openat, AtFlags, Flock, FlockArg, OFlag};
 use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, Mode, SFlag};
 use nix::unistd::{fchown, linkat, unlinkat, Gid, Uid, UnlinkatFlags};
 use std::collections::BTreeSet;
@@ -319,7 +319,7 @@ pub fn exchange(
     }
     let built = build(parent, &staging, live, stale, boot);
     let result = built.and_then(|new| {
-        renameat2(parent, network, parent, staging.as_str(), RenameFlags::RENAME_EXCHANGE)
+        exchange_names(parent, network, &staging)
             .map(|()| new)
             .map_err(failed("exchange it with", &staging))
     });
@@ -328,6 +328,27 @@ pub fn exchange(
         let _ = remove_tree(parent, &staging);
     }
     result
+}
+
+/// `renameat2(RENAME_EXCHANGE)` of two names in `parent` (as a raw system call: neither the
+/// C library of the static build nor nix offers it there).
+fn exchange_names(parent: &OwnedFd, a: &str, b: &str) -> nix::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|_| Errno::EINVAL);
+    let (a, b) = (c(a)?, c(b)?);
+    let fd = parent.as_raw_fd();
+    // SAFETY: renameat2(2) with an open directory descriptor and NUL-terminated names that
+    // outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            fd,
+            a.as_ptr(),
+            fd,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    Errno::result(r).map(drop)
 }
 
 /// The new directory, at `staging` in `parent`: a hard link to every entry of `live` that
