@@ -6,6 +6,7 @@
 pub mod bandwidth;
 pub mod bridge;
 pub mod firewall;
+pub mod flannel;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;

@@ -38,9 +38,12 @@
 //!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
 //!   runtime's other tests (`cnitool.rs`, `oci_hook.rs`).
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
-//!   runtimes' chains through libcni), `in_process_chains.rs` (cnibox's own applets of a
-//!   chain run in-process, answers compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real
-//!   dockerd), `applets.rs` (the applet table, `install`).
+//!   runtimes' chains through libcni), `gocni.rs` (containerd's CRI through go-cni: its
+//!   loopback network and a pod's capabilities in go-cni's own types, hostPorts reached,
+//!   token buckets, a failed setup's teardown, compared with the reference),
+//!   `in_process_chains.rs` (cnibox's own applets of a chain run in-process, answers
+//!   compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real dockerd),
+//!   `applets.rs` (the applet table, `install`).
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
@@ -48,8 +51,8 @@
 //! `plugin_state` (links, addresses, routes, sysctls, reservations as comparable values),
 //! `bridge_support` and `portmap_support` (those plugins' test worlds, also used by
 //! `firewall`), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
-//! `tests/corpus/`, `tests/interop/` (the libcni runtime in Go), `tests/plugins/` (the
-//! recording plugin script).
+//! `tests/corpus/`, `tests/interop/` (the Go clients: a libcni runtime and containerd's
+//! go-cni), `tests/plugins/` (the recording plugin script).
 //!
 //! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
 //! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
@@ -74,6 +77,8 @@ mod cnitool;
 mod common_keys;
 mod docker;
 mod firewall;
+mod flannel;
+mod gocni;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;

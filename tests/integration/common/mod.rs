@@ -584,21 +584,57 @@ impl Call {
     }
 }
 
-/// Whether Go is installed (else the reason is printed, naming the packages to install).
-fn go_installed() -> bool {
-    let ok = Command::new("go")
+/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
+/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
+pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
+    go_tool(
+        dir,
+        "libcni_tool",
+        Some((
+            "github.com/containernetworking/cni/libcni",
+            "golang-github-appc-cni-dev",
+        )),
+    )
+}
+
+/// containerd's CRI as a CNI client, built from tests/interop/gocni_tool.go against
+/// Debian's golang-github-containerd-go-cni-dev (go-cni 1.1.7 on libcni 1.1.2), or None
+/// (with the reason printed) without Go.
+pub fn gocni_tool(dir: &Path) -> Option<PathBuf> {
+    go_tool(
+        dir,
+        "gocni_tool",
+        Some(("github.com/containerd/go-cni", "golang-github-containerd-go-cni-dev")),
+    )
+}
+
+/// Go's regexp as the reference tuning plugin uses it, built from
+/// tests/interop/regexp_oracle.go (the standard library only), or None (with the reason
+/// printed) without Go.
+pub fn regexp_oracle(dir: &Path) -> Option<PathBuf> {
+    go_tool(dir, "regexp_oracle", None)
+}
+
+/// `tests/interop/<name>.go` built into `dir` offline, from the Go sources Debian installs
+/// under /usr/share/gocode (`library`: the import path it needs, from package `package`).
+fn go_tool(dir: &Path, name: &str, library: Option<(&str, &str)>) -> Option<PathBuf> {
+    let go_ok = Command::new("go")
         .arg("version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
+    if !go_ok {
+        let package = library.map_or("", |(_, package)| package);
+        eprintln!("SKIP: Go is not installed (apt-get install golang-go {package})");
+        return None;
     }
-    ok
-}
-
-/// `go build` of `tests/interop/<name>.go` into `dir`, with Debian's Go packages as GOPATH.
-fn go_build(dir: &Path, name: &str) -> PathBuf {
+    let gopath = Path::new("/usr/share/gocode");
+    if let Some((library, package)) = library {
+        assert!(
+            gopath.join("src").join(library).is_dir(),
+            "Go is installed but {library} is not: apt-get install {package}"
+        );
+    }
     let out = dir.join(name);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/interop/{name}.go"));
     let build = Command::new("go")
@@ -606,34 +642,15 @@ fn go_build(dir: &Path, name: &str) -> PathBuf {
         .arg(&out)
         .arg(&src)
         .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
+        .env("GOPATH", gopath)
         .env("GOFLAGS", "")
         .env("GOCACHE", Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-cache"))
         .output()
         .unwrap();
     assert!(
         build.status.success(),
-        "go build failed: {}",
+        "go build of {name} failed: {}",
         String::from_utf8_lossy(&build.stderr)
     );
-    out
-}
-
-/// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
-/// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
-pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
-    if !go_installed() {
-        return None;
-    }
-    assert!(
-        Path::new("/usr/share/gocode/src/github.com/containernetworking/cni/libcni").is_dir(),
-        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
-    );
-    Some(go_build(dir, "libcni_tool"))
-}
-
-/// Go's regexp as the reference tuning plugin uses it, built from
-/// tests/interop/regexp_oracle.go, or None (with the reason printed) without Go.
-pub fn regexp_oracle(dir: &Path) -> Option<PathBuf> {
-    go_installed().then(|| go_build(dir, "regexp_oracle"))
+    Some(out)
 }
