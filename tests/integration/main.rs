@@ -33,6 +33,10 @@
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
 //!   keys every config shares in `common_keys.rs`.
+//! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
+//!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
+//!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
+//!   runtime's other tests (`cnitool.rs`, `oci_hook.rs`).
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
 //!   runtimes' chains through libcni), `gocni.rs` (containerd's CRI through go-cni: its
 //!   loopback network and a pod's capabilities in go-cni's own types, hostPorts reached,
@@ -89,6 +93,7 @@ mod netlink;
 mod netns;
 mod oci_hook;
 mod portmap;
+mod reboot;
 mod reliability;
 mod sbr;
 mod r#static;

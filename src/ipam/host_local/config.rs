@@ -40,6 +40,9 @@ pub struct Config {
     pub resolv_conf: Option<String>,
     /// `CNI_ARGS IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; canonical, no duplicates.
     pub requested: Vec<IpAddr>,
+    /// `releaseAfterReboot` (cnibox's own key, default true): release an earlier boot's
+    /// reservations at the first call after a reboot.
+    pub release_after_reboot: bool,
 }
 
 impl From<crate::cni::Error> for ConfigError {
@@ -123,18 +126,26 @@ fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRan
 }
 
 impl Config {
-    /// The store a config names (its directory and the network), read on its own: what DEL
-    /// releases from when [`Config::load`] refuses the rest.
-    pub fn store_of(conf: &Json) -> (PathBuf, String) {
+    /// The store a config names (its directory and the network) and its
+    /// `releaseAfterReboot`, read on their own: what DEL releases from when [`Config::load`]
+    /// refuses the rest.
+    pub fn store_of(conf: &Json) -> (PathBuf, String, bool) {
         let conf = json::as_object(conf, "Net").unwrap_or_default();
         let name = opt_str(&conf, "name", "Net.name").ok().flatten().unwrap_or_default();
-        let data_dir = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
+        let ipam = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
             .ok()
-            .flatten()
-            .and_then(|ipam| opt_str(&ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
+            .flatten();
+        let data_dir = ipam
+            .as_ref()
+            .and_then(|ipam| opt_str(ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
             .filter(|d| !d.is_empty())
             .unwrap_or(DEFAULT_DATA_DIR);
-        (PathBuf::from(data_dir), name.to_string())
+        let release_after_reboot = ipam
+            .as_ref()
+            .and_then(|ipam| json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot").ok())
+            .flatten()
+            .unwrap_or(true);
+        (PathBuf::from(data_dir), name.to_string(), release_after_reboot)
     }
 
     /// Load from the plugin config. `env_ip` is `CNI_ARGS`' `IP` value, if given.
@@ -185,6 +196,8 @@ impl Config {
         let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?
             .filter(|s| !s.is_empty())
             .map(String::from);
+        let release_after_reboot =
+            json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot")?.unwrap_or(true);
 
         let mut requested: Vec<IpAddr> = vec![];
         let env_ip = match env_ip {
@@ -233,6 +246,7 @@ impl Config {
             data_dir,
             resolv_conf,
             requested,
+            release_after_reboot,
         })
     }
 }
