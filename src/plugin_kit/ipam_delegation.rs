@@ -6,9 +6,23 @@ use crate::firewall_rules::ipmasq;
 
 /// IPAM ADD; on any later failure of this ADD the rollback runs IPAM DEL.
 pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>) -> Result<CniResult, Error> {
+    add_in_context(ipam_type, req, rollback, None)
+}
+
+/// [`add`], the IPAM plugin's own failure prefixed with `context` (its code kept), as a
+/// plugin whose reference wraps it (`failed to execute IPAM delegate: …`).
+pub fn add_in_context<'a>(
+    ipam_type: &'a str,
+    req: &'a Request,
+    rollback: &mut Rollback<'a>,
+    context: Option<&str>,
+) -> Result<CniResult, Error> {
     let mut del_req = req.clone();
     del_req.command = crate::cni::Command::Del;
-    let result = delegate::add(ipam_type, req)?;
+    let result = delegate::add(ipam_type, req).map_err(|e| match context {
+        Some(c) => e.context(c),
+        None => e,
+    })?;
     rollback.push(format!("release addresses ({ipam_type} DEL)"), move || {
         delegate::del(ipam_type, &del_req).map_err(|e| e.to_string())
     });

@@ -1,14 +1,13 @@
-//! A link stacked on a lower link, the "master" (macvlan today; ipvlan and vlan as they
-//! land): the call's two namespaces, the master resolved in the one it lives in, the MTU
+//! A link stacked on a lower link, the "master" (macvlan, ipvlan, vlan): the call's two namespaces, the master resolved in the one it lives in, the MTU
 //! bound it sets, and the stacked link created in the container namespace.
 //!
 //! The link is born in the container namespace under a temporary name and renamed there,
 //! so a name that exists on the host never clashes and a name that exists in the
 //! container is a clean error. With `linkInContainer` the master itself lives in the
 //! container namespace and the link is created there.
-use super::netns_open;
+use super::{kernel_support, netns_open};
 use crate::cni::{Error, Request};
-use crate::netlink::{self, Family, Handle, Link, LinkKind, LinkSpec, MacAddr, TABLE_MAIN};
+use crate::netlink::{self, Family, Handle, Link, LinkKind, LinkSpec, MacAddr, Transport, TABLE_MAIN};
 use crate::netns::Netns;
 
 /// The two namespaces of a call, and which of them holds the master.
@@ -58,31 +57,46 @@ impl Namespaces {
     /// name (`tmp_prefix` and random digits) and renames it to `ifname` there; on a failed
     /// rename the link is deleted before returning.
     pub fn create_on_master(&self, stacked: Stacked<'_>, ifname: &str) -> Result<Link, Error> {
-        let word = stacked.kind.name().to_string();
-        let tmp = netlink::random_name(stacked.tmp_prefix)
-            .map_err(|e| Error::internal(format!("failed to generate a temporary link name: {e}")))?;
-        let spec = LinkSpec {
-            lower: Some(stacked.master.index),
-            // created inside the container when the master is there
-            netns: (!self.link_in_container).then_some(&self.ns),
-            mtu: stacked.mtu,
-            mac: stacked.mac,
-            ..LinkSpec::new(&tmp, stacked.kind)
-        };
-        self.master_side()
-            .create_link(&spec)
-            .map_err(|e| Error::internal(format!("failed to create {word}: {e}")))?;
-        let cont = &self.cont;
-        let created = cont.link(tmp.as_str())?;
-        if let Err(e) = cont.set_name(created.index, ifname) {
-            if let Err(d) = cont.delete_link(created.index) {
-                eprintln!("cnibox {word}: cleanup after failed rename: {d}");
-            }
-            return Err(Error::internal(format!("failed to rename {word} to {ifname:?}: {e}")));
-        }
-        cont.link(created.index)
-            .map_err(|e| Error::internal(format!("failed to refetch {word} {ifname:?}: {e}")))
+        // created inside the container when the master is there
+        let born_in = (!self.link_in_container).then_some(&self.ns);
+        create_stacked(self.master_side(), &self.cont, born_in, stacked, ifname)
     }
+}
+
+/// [`Namespaces::create_on_master`]'s steps on any transport: create on `master_side` (born
+/// in `born_in` when that is another namespace), rename in `cont`. A kernel without the
+/// kind fails with [`kernel_support::missing_kind`]'s message.
+pub fn create_stacked<T: Transport>(
+    master_side: &Handle<T>,
+    cont: &Handle<T>,
+    born_in: Option<&Netns>,
+    stacked: Stacked<'_>,
+    ifname: &str,
+) -> Result<Link, Error> {
+    let word = stacked.kind.name().to_string();
+    let tmp = netlink::random_name(stacked.tmp_prefix)
+        .map_err(|e| Error::internal(format!("failed to generate a temporary link name: {e}")))?;
+    let spec = LinkSpec {
+        lower: Some(stacked.master.index),
+        netns: born_in,
+        mtu: stacked.mtu,
+        mac: stacked.mac,
+        ..LinkSpec::new(&tmp, stacked.kind.clone())
+    };
+    master_side.create_link(&spec).map_err(|e| {
+        kernel_support::create_error(&stacked.kind, e, |e| {
+            Error::internal(format!("failed to create {word}: {e}"))
+        })
+    })?;
+    let created = cont.link(tmp.as_str())?;
+    if let Err(e) = cont.set_name(created.index, ifname) {
+        if let Err(d) = cont.delete_link(created.index) {
+            eprintln!("cnibox {word}: cleanup after failed rename: {d}");
+        }
+        return Err(Error::internal(format!("failed to rename {word} to {ifname:?}: {e}")));
+    }
+    cont.link(created.index)
+        .map_err(|e| Error::internal(format!("failed to refetch {word} {ifname:?}: {e}")))
 }
 
 /// A link to stack on a master: its kind with the kind's data, and what the config sets.
@@ -92,7 +106,7 @@ pub struct Stacked<'a> {
     /// Validated against the master's with [`check_mtu`].
     pub mtu: Option<u32>,
     pub mac: Option<MacAddr>,
-    /// The temporary name's prefix (`mvtmp` for macvlan).
+    /// The temporary name's prefix (`mvtmp` for macvlan): with 8 hex digits at most 15 bytes.
     pub tmp_prefix: &'a str,
 }
 

@@ -2,7 +2,7 @@
 //! container (see [`lower_link`](crate::plugin_kit::lower_link)), with or without IPAM addresses.
 use crate::cni::config as cniconf;
 use crate::cni::json;
-use crate::cni::result::{Dns, Interface};
+use crate::cni::result::Dns;
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
@@ -10,7 +10,6 @@ use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
-use crate::sysctl;
 
 pub struct Macvlan;
 
@@ -96,33 +95,12 @@ impl Plugin for Macvlan {
             cont.remove_link(index).map(drop).map_err(|e| e.to_string())
         });
 
-        let mut result = CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![Interface {
-                name: req.ifname.clone(),
-                mac: link.mac.map(|m| m.to_string()),
-                sandbox: Some(req.netns.clone()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let mut result = iface::container_result(req, &link);
         match &conf.ipam_type {
             Some(ipam_type) => {
                 let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
-                result.ips = ipam.ips;
-                result.routes = ipam.routes;
-                for ip in &mut result.ips {
-                    ip.interface = Some(0);
-                }
-                // Announce the (possibly reused) address at once; best effort as in the reference.
-                for key in [
-                    sysctl::ipv4_conf(&req.ifname, "arp_notify"),
-                    sysctl::ipv6_conf(&req.ifname, "ndisc_notify"),
-                ] {
-                    if let Err(e) = sysctl::set_in(&spaces.ns, &key, "1") {
-                        eprintln!("cnibox macvlan: {e}");
-                    }
-                }
+                result = iface::with_addresses(result, ipam);
+                iface::announce(&spaces.ns, &req.ifname, "macvlan");
                 // A macvlan shares a real L2 segment: keep DAD (configure waits for it).
                 iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
             }
