@@ -40,10 +40,11 @@
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
-//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins),
-//! `plugin_state` (links, addresses, routes, sysctls, reservations as comparable values),
-//! `bridge_support` and `portmap_support` (those plugins' test worlds, also used by
-//! `firewall`), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
+//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins, the
+//! link kinds a kernel may lack), `plugin_state` (links, addresses, routes, sysctls,
+//! reservations as comparable values), `bridge_support` and `portmap_support` (those
+//! plugins' test worlds, also used by `firewall`), `stacked_support` (the world of the
+//! applets that make one link in the container: ipvlan, vlan, dummy), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
 //! `tests/corpus/`, `tests/interop/` (the libcni runtime in Go), `tests/plugins/` (the
 //! recording plugin script).
 //!
@@ -61,6 +62,7 @@ mod bridge_support;
 mod fuzz;
 mod plugin_state;
 mod portmap_support;
+mod stacked_support;
 
 mod applets;
 mod bandwidth;
@@ -69,10 +71,12 @@ mod chains;
 mod cnitool;
 mod common_keys;
 mod docker;
+mod dummy;
 mod firewall;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;
+mod ipvlan;
 mod loopback;
 mod macvlan;
 mod netlink;
@@ -83,3 +87,5 @@ mod reliability;
 mod sysctl;
 mod tuning;
 mod veth;
+mod vlan;
+mod vrf;

@@ -36,7 +36,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
         .map_err(|e| e.context(ctx))?
         .unwrap_or_default()
         .to_string();
-    let table = json::opt_uint::<u32>(&obj, "table", "VRFNetConf.table")
+    let table = json::opt_u32(&obj, "table", "VRFNetConf.table")
         .map_err(|e| e.context(ctx))?
         .unwrap_or(0);
     if vrf_name.is_empty() {

@@ -5,6 +5,7 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod link_kinds;
 pub mod routes;
 
 use std::collections::BTreeMap;
@@ -344,6 +345,18 @@ impl CallOutput {
         } else {
             self.json()
         }
+    }
+
+    /// (code, msg) of a failure, (0, "") of a success: to compare two plugins' answers.
+    pub fn answer(&self) -> (u64, String) {
+        if self.ok() {
+            return (0, String::new());
+        }
+        let j = self.json();
+        (
+            j["code"].as_u64().unwrap_or(0),
+            j["msg"].as_str().unwrap_or_default().to_string(),
+        )
     }
 
     /// Assert failure with `code` and return the error message.
