@@ -9,6 +9,7 @@ use neli::types::{Buffer, RtBuffer};
 
 use super::address::Address;
 use super::link::Link;
+use super::link_kind::LinkKind;
 use super::route::RouteInfo;
 use super::transport::{Message, Reply, Transport, TransportError};
 use super::wire::{self, attr};
@@ -95,6 +96,29 @@ impl Transport for FakeTransport {
             .borrow_mut()
             .pop_front()
             .unwrap_or_else(|| Ok(Reply::default()))
+    }
+}
+
+/// A link for a fake reply: `index`, `name` and `kind`, a MAC, MTU 1500, up, no master;
+/// change the rest with struct update syntax.
+pub fn link(index: u32, name: &str, kind: LinkKind) -> Link {
+    Link {
+        index,
+        name: name.into(),
+        kind: Some(kind),
+        slave_kind: None,
+        mac: Some(super::MacAddr([0x0a, 0, 0, 0, 0, index as u8])),
+        mtu: 1500,
+        master: None,
+        up: true,
+        lower_up: true,
+        oper_state: super::OperState::Up,
+        peer_index: None,
+        link_netnsid: None,
+        promisc: false,
+        allmulti: false,
+        txqlen: 0,
+        flags: 0,
     }
 }
 

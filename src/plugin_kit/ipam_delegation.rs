@@ -63,3 +63,18 @@ pub fn gc(req: &Request, ipam_type: Option<&str>, masquerade: bool) -> Result<()
         (Err(m), Err(i)) => Err(Error::internal(format!("{}; {}", m.msg, i.msg))),
     }
 }
+
+/// STATUS of a plugin whose IPAM is optional: its IPAM's answer; ready without one.
+pub fn status(req: &Request) -> Result<(), Error> {
+    match cniconf::ipam_type(&req.config)? {
+        Some(t) => delegate::status(&t, req),
+        None => Ok(()),
+    }
+}
+
+/// GC of a plugin that leaves nothing of its own after DEL: forwarded to its IPAM, if it
+/// has one (the spec asks for it).
+pub fn gc_addresses(req: &Request) -> Result<(), Error> {
+    let ipam = cniconf::ipam_type(&req.config)?;
+    gc(req, ipam.as_deref(), false)
+}

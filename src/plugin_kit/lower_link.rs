@@ -5,10 +5,64 @@
 //! so a name that exists on the host never clashes and a name that exists in the
 //! container is a clean error. With `linkInContainer` the master itself lives in the
 //! container namespace and the link is created there.
+use super::rollback::Rollback;
 use super::{kernel_support, netns_open};
+use crate::cni::config as cniconf;
+use crate::cni::json;
+use crate::cni::result::Dns;
 use crate::cni::{Error, Request};
 use crate::netlink::{self, Family, Handle, Link, LinkKind, LinkSpec, MacAddr, Transport, TABLE_MAIN};
 use crate::netns::Netns;
+
+/// How the reference's stacked-link plugins word a config they cannot decode.
+const LOAD_CONTEXT: &str = "failed to load netconf";
+
+/// The keys every plugin that stacks a link on a master reads alike (macvlan, ipvlan,
+/// vlan), after the `types.NetConf` they all embed; a plugin reads its own keys with
+/// [`own_str`] and [`own_int`].
+pub struct MasterConf {
+    /// `master`; empty counts as absent.
+    pub master: Option<String>,
+    pub mtu: i64,
+    /// `linkInContainer`: the master lives in the container namespace.
+    pub link_in_container: bool,
+    /// None: no `ipam` or an empty type.
+    pub ipam_type: Option<String>,
+    pub dns: Dns,
+}
+
+impl MasterConf {
+    pub fn load(req: &Request) -> Result<MasterConf, Error> {
+        let ctx = |e: Error| e.context(LOAD_CONTEXT);
+        cniconf::check_net_conf(&req.config, "NetConf").map_err(ctx)?;
+        let obj = json::as_object(&req.config, "NetConf").map_err(ctx)?;
+        Ok(MasterConf {
+            master: own_str(req, "master")?.filter(|m| !m.is_empty()),
+            mtu: own_int(req, "mtu")?,
+            link_in_container: json::opt_bool(&obj, "linkInContainer", "NetConf.linkInContainer")
+                .map_err(ctx)?
+                .unwrap_or(false),
+            ipam_type: cniconf::ipam_type(&req.config).map_err(ctx)?,
+            dns: cniconf::dns(&req.config).map_err(ctx)?,
+        })
+    }
+}
+
+/// A string key of the plugin's `NetConf` (`mode`).
+pub fn own_str(req: &Request, key: &str) -> Result<Option<String>, Error> {
+    let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(LOAD_CONTEXT))?;
+    Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))
+        .map_err(|e| e.context(LOAD_CONTEXT))?
+        .map(str::to_string))
+}
+
+/// An `int` key of the plugin's `NetConf` (`vlanId`); 0 when absent.
+pub fn own_int(req: &Request, key: &str) -> Result<i64, Error> {
+    let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(LOAD_CONTEXT))?;
+    Ok(json::opt_int(&obj, key, &format!("NetConf.{key}"))
+        .map_err(|e| e.context(LOAD_CONTEXT))?
+        .unwrap_or(0))
+}
 
 /// The two namespaces of a call, and which of them holds the master.
 pub struct Namespaces {
@@ -60,6 +114,23 @@ impl Namespaces {
         // created inside the container when the master is there
         let born_in = (!self.link_in_container).then_some(&self.ns);
         create_stacked(self.master_side(), &self.cont, born_in, stacked, ifname)
+    }
+
+    /// [`create_on_master`](Self::create_on_master), the link deleted again by `rollback`
+    /// if the ADD fails later.
+    pub fn create_undone_on_failure<'a>(
+        &'a self,
+        stacked: Stacked<'_>,
+        ifname: &str,
+        rollback: &mut Rollback<'a>,
+    ) -> Result<Link, Error> {
+        let word = stacked.kind.name().to_string();
+        let link = self.create_on_master(stacked, ifname)?;
+        let index = link.index;
+        rollback.push(format!("delete {word} {ifname}"), move || {
+            self.cont.remove_link(index).map(drop).map_err(|e| e.to_string())
+        });
+        Ok(link)
     }
 }
 

@@ -5,7 +5,6 @@ use crate::cni::config as cniconf;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Handle, Link, LinkKind, LinkSpec, Transport};
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation, kernel_support, netns_open};
 
 pub struct Dummy;
@@ -52,14 +51,7 @@ impl Plugin for Dummy {
     /// Everything already gone is success; a config without IPAM has nothing to release
     /// (the reference fails such a DEL every time).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config("dummy", || ipam_type(req).map(Some), || None);
-        let mut teardown = Teardown::new("dummy");
-        // By name, as the reference: a chained tuning's DEL may have put back an older MAC.
-        teardown.step(container_link::delete(req, None, "dummy"));
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
-        teardown.finish()
+        container_link::delete_with_addresses(req, "dummy", "dummy")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
@@ -81,8 +73,7 @@ impl Plugin for Dummy {
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = cniconf::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 
@@ -116,28 +107,13 @@ fn check_up(link: &Link) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use crate::netlink::testing::{attributes, FakeTransport, IFINFOMSG_LEN};
-    use crate::netlink::OperState;
+    use crate::netlink::testing::{self, attributes, FakeTransport, IFINFOMSG_LEN};
     use serde_json::json;
 
     fn dummy_link(up: bool) -> Link {
         Link {
-            index: 4,
-            name: "eth0".into(),
-            kind: Some(LinkKind::Dummy),
-            slave_kind: None,
-            mac: Some("0a:00:00:00:00:04".parse().unwrap()),
-            mtu: 1500,
-            master: None,
             up,
-            lower_up: up,
-            oper_state: OperState::Unknown,
-            peer_index: None,
-            link_netnsid: None,
-            promisc: false,
-            allmulti: false,
-            txqlen: 1000,
-            flags: 0,
+            ..testing::link(4, "eth0", LinkKind::Dummy)
         }
     }
 

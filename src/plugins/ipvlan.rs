@@ -6,49 +6,26 @@
 //! chained ipvlan without IPAM takes the previous result's addresses and, without
 //! `master`, the previous result's one interface as its master.
 use crate::cni::config as cniconf;
-use crate::cni::json;
-use crate::cni::result::Dns;
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{IpvlanData, IpvlanMode, Link, LinkKind};
-use crate::plugin_kit::lower_link::{Namespaces, Stacked};
+use crate::plugin_kit::lower_link::{own_str, MasterConf, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
 
 pub struct Ipvlan;
 
 /// The plugin's config keys, as written (the master is resolved against a namespace later).
 struct Conf {
-    master: Option<String>,
+    /// Without `ipam` (or with an empty type): chained, the previous result's addresses.
+    keys: MasterConf,
     mode: String,
-    mtu: i64,
-    link_in_container: bool,
-    /// None: no `ipam` or an empty type (chained: the previous result's addresses).
-    ipam_type: Option<String>,
-    dns: Dns,
 }
 
 fn load(req: &Request) -> Result<Conf, Error> {
-    let ctx = "failed to load netconf";
-    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let s = |key: &str| -> Result<Option<String>, Error> {
-        Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))
-            .map_err(|e| e.context(ctx))?
-            .map(str::to_string))
-    };
     Ok(Conf {
-        master: s("master")?.filter(|m| !m.is_empty()),
-        mode: s("mode")?.unwrap_or_default(),
-        mtu: json::opt_int(&obj, "mtu", "NetConf.mtu")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(0),
-        link_in_container: json::opt_bool(&obj, "linkInContainer", "NetConf.linkInContainer")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(false),
-        ipam_type: cniconf::ipam_type(&req.config).map_err(|e| e.context(ctx))?,
-        dns: cniconf::dns(&req.config).map_err(|e| e.context(ctx))?,
+        keys: MasterConf::load(req)?,
+        mode: own_str(req, "mode")?.unwrap_or_default(),
     })
 }
 
@@ -66,7 +43,7 @@ fn parse_mode(s: &str) -> Result<IpvlanMode, Error> {
 /// in: that result's one interface. None: the configured master, or (no prevResult) the
 /// interface of the default route.
 fn chained_master(conf: &Conf, prev: Option<&CniResult>) -> Result<Option<String>, Error> {
-    match (&conf.master, prev) {
+    match (&conf.keys.master, prev) {
         (None, Some(prev)) => match prev.interfaces.as_slice() {
             [only] if !only.name.is_empty() => Ok(Some(only.name.clone())),
             _ => Err(Error::internal(
@@ -86,7 +63,7 @@ enum Addresses {
 }
 
 fn addresses(conf: &Conf, prev: Option<CniResult>) -> Result<Addresses, Error> {
-    match (&conf.ipam_type, prev) {
+    match (&conf.keys.ipam_type, prev) {
         (Some(t), _) => Ok(Addresses::Ipam(t.clone())),
         (None, Some(prev)) if !prev.ips.is_empty() => Ok(Addresses::Chained(prev)),
         // what delegating to an empty IPAM type answers
@@ -103,18 +80,13 @@ impl Plugin for Ipvlan {
         let conf = load(req)?;
         let prev = cniconf::prev_result(req)?;
         let chained = chained_master(&conf, prev.as_ref())?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
         let mode = parse_mode(&conf.mode)?;
-        let master = spaces.master(chained.as_deref().or(conf.master.as_deref()))?;
+        let master = spaces.master(chained.as_deref().or(conf.keys.master.as_deref()))?;
         let source = addresses(&conf, prev)?;
         let mut rollback = Rollback::new();
 
-        let link = spaces.create_on_master(stacked(&conf, &master, mode)?, &req.ifname)?;
-        let cont = &spaces.cont;
-        let index = link.index;
-        rollback.push(format!("delete ipvlan {}", req.ifname), move || {
-            cont.remove_link(index).map(drop).map_err(|e| e.to_string())
-        });
+        let link = spaces.create_undone_on_failure(stacked(&conf, &master, mode)?, &req.ifname, &mut rollback)?;
 
         let l3 = match &source {
             Addresses::Ipam(t) => ipam_delegation::add(t, req, &mut rollback)?,
@@ -122,8 +94,8 @@ impl Plugin for Ipvlan {
         };
         let mut result = iface::with_addresses(iface::container_result(req, &link), l3);
         iface::announce(&spaces.ns, &req.ifname, "ipvlan");
-        iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
-        result.dns = conf.dns;
+        iface::configure(&spaces.ns, &spaces.cont, &req.ifname, &result)?;
+        result.dns = conf.keys.dns;
         rollback.commit();
         Ok(result)
     }
@@ -131,25 +103,13 @@ impl Plugin for Ipvlan {
     /// Needs neither the master nor the netns (the reference looks the default-route master
     /// up again and fails without one): everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config(
-            "ipvlan",
-            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
-            || None,
-        );
-        let mut teardown = Teardown::new("ipvlan");
-        // By name: an ipvlan has its master's MAC, which proves nothing of whose it is.
-        teardown.step(container_link::delete(req, None, "ipvlan"));
-        // Released after the link is gone, so an address is never free while configured.
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
-        teardown.finish()
+        container_link::delete_with_addresses(req, "ipvlan", "ipvlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
-        if let Some(t) = &conf.ipam_type {
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
+        if let Some(t) = &conf.keys.ipam_type {
             delegate::check(t, req)?;
         }
         let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
@@ -158,7 +118,7 @@ impl Plugin for Ipvlan {
         // Without `master` ADD took the default route's interface or a chained result's
         // (which CHECK's prevResult, ipvlan's own, no longer names): the ipvlan's existence
         // proves its master's, as the kernel deletes an ipvlan with its master.
-        if let Some(m) = &conf.master {
+        if let Some(m) = &conf.keys.master {
             spaces.master(Some(m))?;
         }
         CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, &conf.mode))?;
@@ -167,16 +127,12 @@ impl Plugin for Ipvlan {
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {
-        match cniconf::ipam_type(&req.config)? {
-            Some(t) => delegate::status(&t, req),
-            None => Ok(()),
-        }
+        ipam_delegation::status(req)
     }
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = cniconf::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 
@@ -189,7 +145,7 @@ fn stacked<'a>(conf: &Conf, master: &'a Link, mode: IpvlanMode) -> Result<Stacke
             flags: 0,
         }),
         master,
-        mtu: cniconf::link_mtu(Some(conf.mtu))?,
+        mtu: cniconf::link_mtu(Some(conf.keys.mtu))?,
         mac: None,
         tmp_prefix: "ipvtmp",
     })
@@ -224,29 +180,15 @@ fn check_mode(link: &Link, configured: &str) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use crate::netlink::testing::{attributes, FakeTransport, IFINFOMSG_LEN};
-    use crate::netlink::{Handle, OperState};
+    use crate::netlink::testing::{self, attributes, FakeTransport, IFINFOMSG_LEN};
+    use crate::netlink::Handle;
     use crate::plugin_kit::lower_link::create_stacked;
     use serde_json::json;
 
     fn link(index: u32, name: &str, kind: LinkKind) -> Link {
         Link {
-            index,
-            name: name.into(),
-            kind: Some(kind),
-            slave_kind: None,
-            mac: Some("0a:00:00:00:00:03".parse().unwrap()),
-            mtu: 1500,
-            master: None,
             up: false,
-            lower_up: false,
-            oper_state: OperState::Down,
-            peer_index: Some(3),
-            link_netnsid: None,
-            promisc: false,
-            allmulti: false,
-            txqlen: 0,
-            flags: 0,
+            ..testing::link(index, name, kind)
         }
     }
 
@@ -275,21 +217,38 @@ mod tests {
         }
     }
 
+    /// ADD's link for `config` on master `m0` (index 3): created on `host`, born in the
+    /// (here: this) container namespace, renamed in `cont` to eth0.
+    fn create(
+        host: &Handle<FakeTransport>,
+        cont: &Handle<FakeTransport>,
+        config: serde_json::Value,
+    ) -> Result<Link, Error> {
+        let ns = crate::netns::Netns::current().unwrap();
+        let master = link(3, "m0", LinkKind::Veth);
+        let c = conf(config);
+        let mode = parse_mode(&c.mode)?;
+        create_stacked(host, cont, Some(&ns), stacked(&c, &master, mode)?, "eth0")
+    }
+
+    fn handles() -> (Handle<FakeTransport>, Handle<FakeTransport>) {
+        (
+            Handle::with_transport(FakeTransport::new()),
+            Handle::with_transport(FakeTransport::new()),
+        )
+    }
+
     /// ADD's link: created on the master side, born in the container under a temporary
     /// name with the mode and MTU of the config, renamed there, looked up again.
     #[test]
     fn add_creates_the_ipvlan_in_the_container_and_renames_it() {
-        let ns = crate::netns::Netns::current().unwrap();
-        let master = link(3, "m0", LinkKind::Veth);
-        let host = Handle::with_transport(FakeTransport::new());
-        let cont = Handle::with_transport(FakeTransport::new());
+        let (host, cont) = handles();
         cont.transport()
             .push_links(&[link(9, "ipvtmp01234567", ipvlan(IpvlanMode::L3))]);
         cont.transport().push_ack();
         cont.transport().push_links(&[link(9, "eth0", ipvlan(IpvlanMode::L3))]);
-        let c = conf(json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan", "mode": "l3", "mtu": 1400}));
-        let s = stacked(&c, &master, parse_mode(&c.mode).unwrap()).unwrap();
-        let l = create_stacked(&host, &cont, Some(&ns), s, "eth0").unwrap();
+        let config = json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan", "mode": "l3", "mtu": 1400});
+        let l = create(&host, &cont, config).unwrap();
         assert_eq!((l.index, l.name.as_str()), (9, "eth0"));
 
         let create = &host.transport().requests()[0];
@@ -316,19 +275,13 @@ mod tests {
     /// This kernel's answer: the plugin names the kind and the module, with code 999.
     #[test]
     fn a_kernel_without_ipvlan_is_named() {
-        let ns = crate::netns::Netns::current().unwrap();
-        let master = link(3, "m0", LinkKind::Veth);
-        let host = Handle::with_transport(FakeTransport::new());
+        let (host, cont) = handles();
         host.transport()
             .push_kernel_error(libc::EOPNOTSUPP, "Unknown device type");
-        let cont = Handle::with_transport(FakeTransport::new());
-        let c = conf(json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan"}));
-        let e = create_stacked(
+        let e = create(
             &host,
             &cont,
-            Some(&ns),
-            stacked(&c, &master, IpvlanMode::L2).unwrap(),
-            "eth0",
+            json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan"}),
         )
         .unwrap_err();
         assert_eq!(
@@ -341,21 +294,15 @@ mod tests {
     /// A name taken in the container: the temporary link is deleted again.
     #[test]
     fn a_failed_rename_deletes_the_link() {
-        let ns = crate::netns::Netns::current().unwrap();
-        let master = link(3, "m0", LinkKind::Veth);
-        let host = Handle::with_transport(FakeTransport::new());
-        let cont = Handle::with_transport(FakeTransport::new());
+        let (host, cont) = handles();
         cont.transport()
             .push_links(&[link(9, "ipvtmp01234567", ipvlan(IpvlanMode::L2))]);
         cont.transport().push_errno(libc::EEXIST);
         cont.transport().push_ack();
-        let c = conf(json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan"}));
-        let e = create_stacked(
+        let e = create(
             &host,
             &cont,
-            Some(&ns),
-            stacked(&c, &master, IpvlanMode::L2).unwrap(),
-            "eth0",
+            json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan"}),
         )
         .unwrap_err();
         assert_eq!(
@@ -390,7 +337,7 @@ mod tests {
         // a configured master wins; no prevResult: the default route's interface
         let mut c = conf(json!({"cniVersion": "1.0.0", "name": "n", "type": "ipvlan", "master": "m0"}));
         assert_eq!(chained_master(&c, None).unwrap(), None);
-        c.master = None;
+        c.keys.master = None;
         assert_eq!(chained_master(&c, None).unwrap(), None);
     }
 

@@ -2,61 +2,36 @@
 //! born in the container (see [`lower_link`](crate::plugin_kit::lower_link)), with the
 //! addresses of its IPAM (required).
 use crate::cni::config as cniconf;
-use crate::cni::json;
-use crate::cni::result::Dns;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Link, LinkKind, VlanData};
-use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
+use crate::plugin_kit::lower_link::{check_mtu, own_int, MasterConf, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
 
 pub struct Vlan;
 
-/// The plugin's config keys, as written.
+/// The plugin's config keys, as written (CHECK reads no more than their types).
 struct Conf {
-    master: String,
+    keys: MasterConf,
     vlan_id: i64,
-    mtu: i64,
-    link_in_container: bool,
-    ipam_type: Option<String>,
-    dns: Dns,
 }
 
-/// The keys, each of its Go type (CHECK reads no more than that).
 fn load(req: &Request) -> Result<Conf, Error> {
-    let ctx = "failed to load netconf";
-    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let int = |key: &str| -> Result<i64, Error> {
-        Ok(json::opt_int(&obj, key, &format!("NetConf.{key}"))
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(0))
-    };
     Ok(Conf {
-        master: json::opt_str(&obj, "master", "NetConf.master")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or_default()
-            .to_string(),
-        vlan_id: int("vlanId")?,
-        mtu: int("mtu")?,
-        link_in_container: json::opt_bool(&obj, "linkInContainer", "NetConf.linkInContainer")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(false),
-        ipam_type: cniconf::ipam_type(&req.config).map_err(|e| e.context(ctx))?,
-        dns: cniconf::dns(&req.config).map_err(|e| e.context(ctx))?,
+        keys: MasterConf::load(req)?,
+        vlan_id: own_int(req, "vlanId")?,
     })
 }
 
 /// What ADD requires beyond the types: a master, a VLAN ID the kernel accepts.
-fn validate(conf: &Conf) -> Result<u16, Error> {
-    if conf.master.is_empty() {
+fn validate(conf: &Conf) -> Result<(&str, u16), Error> {
+    let Some(master) = &conf.keys.master else {
         return Err(Error::internal(
             "\"master\" field is required. It specifies the host interface name to create the VLAN for",
         ));
-    }
+    };
     match u16::try_from(conf.vlan_id) {
-        Ok(id) if id <= 4094 => Ok(id),
+        Ok(id) if id <= 4094 => Ok((master, id)),
         _ => Err(Error::internal(format!(
             "invalid VLAN ID {} (must be between 0 and 4095 inclusive)",
             conf.vlan_id
@@ -67,7 +42,8 @@ fn validate(conf: &Conf) -> Result<u16, Error> {
 /// The IPAM type, which a VLAN cannot do without: checked before anything is created (the
 /// reference creates the link first and leaves it when the delegation fails).
 fn ipam_type(conf: &Conf) -> Result<&str, Error> {
-    conf.ipam_type
+    conf.keys
+        .ipam_type
         .as_deref()
         .ok_or_else(|| Error::internal(format!("{IPAM_CONTEXT}: no plugin name provided")))
 }
@@ -82,27 +58,22 @@ impl Plugin for Vlan {
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         let conf = load(req)?;
-        let id = validate(&conf)?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
+        let (master, id) = validate(&conf)?;
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
         let master = spaces
             .master_side()
-            .link_by_name(&conf.master)?
+            .link_by_name(master)?
             .ok_or_else(|| Error::internal("Link not found"))?;
-        check_mtu(conf.mtu, &master)?;
+        check_mtu(conf.keys.mtu, &master)?;
         let ipam_type = ipam_type(&conf)?;
         let mut rollback = Rollback::new();
 
-        let link = spaces.create_on_master(stacked(&conf, &master, id)?, &req.ifname)?;
-        let cont = &spaces.cont;
-        let index = link.index;
-        rollback.push(format!("delete vlan {}", req.ifname), move || {
-            cont.remove_link(index).map(drop).map_err(|e| e.to_string())
-        });
+        let link = spaces.create_undone_on_failure(stacked(&conf, &master, id)?, &req.ifname, &mut rollback)?;
 
         let ipam = ipam_delegation::add_in_context(ipam_type, req, &mut rollback, Some(IPAM_CONTEXT))?;
         let mut result = iface::with_addresses(iface::container_result(req, &link), ipam);
-        iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
-        result.dns = conf.dns.clone();
+        iface::configure(&spaces.ns, &spaces.cont, &req.ifname, &result)?;
+        result.dns = conf.keys.dns.clone();
         rollback.commit();
         Ok(result)
     }
@@ -110,29 +81,17 @@ impl Plugin for Vlan {
     /// Needs neither the master nor the netns (the reference looks the master up again and
     /// fails once it is gone): everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config(
-            "vlan",
-            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
-            || None,
-        );
-        let mut teardown = Teardown::new("vlan");
-        // By name: a VLAN has its master's MAC, which proves nothing of whose it is.
-        teardown.step(container_link::delete(req, None, "vlan"));
-        // Released after the link is gone, so an address is never free while configured.
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
-        teardown.finish()
+        container_link::delete_with_addresses(req, "vlan", "vlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
-        delegate::check(conf.ipam_type.as_deref().unwrap_or_default(), req)?;
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
+        delegate::check(conf.keys.ipam_type.as_deref().unwrap_or_default(), req)?;
         let prev = check_preamble::prev_result(req, "vlan: Required prevResult missing")?;
         let intf = check_preamble::container_entry(req, &prev);
         check_preamble::check_sandbox(req, &intf)?;
-        spaces.master(Some(&conf.master))?;
+        spaces.master(Some(conf.keys.master.as_deref().unwrap_or_default()))?;
         let link = CONTAINER_LINK.check(&spaces.cont, &intf, |_| Ok(()))?;
         check_vlan(&link, &conf)?;
         iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
@@ -145,8 +104,7 @@ impl Plugin for Vlan {
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = cniconf::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 
@@ -156,7 +114,7 @@ fn stacked<'a>(conf: &Conf, master: &'a Link, id: u16) -> Result<Stacked<'a>, Er
     Ok(Stacked {
         kind: LinkKind::Vlan(VlanData { id, protocol: None }),
         master,
-        mtu: cniconf::link_mtu(Some(conf.mtu))?,
+        mtu: cniconf::link_mtu(Some(conf.keys.mtu))?,
         mac: None,
         tmp_prefix: "vlantmp",
     })
@@ -183,10 +141,10 @@ fn check_vlan(link: &Link, conf: &Conf) -> Result<(), Error> {
             link.name, conf.vlan_id
         )));
     }
-    if conf.mtu != 0 && conf.mtu != i64::from(link.mtu) {
+    if conf.keys.mtu != 0 && conf.keys.mtu != i64::from(link.mtu) {
         return Err(Error::internal(format!(
             "vlan: Container interface {} has MTU {}, configured {}",
-            link.name, link.mtu, conf.mtu
+            link.name, link.mtu, conf.keys.mtu
         )));
     }
     Ok(())
@@ -196,8 +154,8 @@ fn check_vlan(link: &Link, conf: &Conf) -> Result<(), Error> {
 mod tests {
     use super::*;
     use crate::cni::Command;
-    use crate::netlink::testing::{attributes, FakeTransport, IFINFOMSG_LEN};
-    use crate::netlink::{Handle, OperState};
+    use crate::netlink::testing::{self, attributes, FakeTransport, IFINFOMSG_LEN};
+    use crate::netlink::Handle;
     use crate::plugin_kit::lower_link::create_stacked;
     use serde_json::json;
 
@@ -211,30 +169,16 @@ mod tests {
 
     fn vlan_link(id: u16, mtu: u32) -> Link {
         Link {
-            index: 9,
-            name: "eth0".into(),
-            kind: Some(LinkKind::Vlan(VlanData { id, protocol: None })),
-            slave_kind: None,
-            mac: Some("0a:00:00:00:00:03".parse().unwrap()),
             mtu,
-            master: None,
-            up: true,
-            lower_up: true,
-            oper_state: OperState::Up,
-            peer_index: Some(3),
-            link_netnsid: None,
-            promisc: false,
-            allmulti: false,
-            txqlen: 0,
-            flags: 0,
+            ..testing::link(9, "eth0", LinkKind::Vlan(VlanData { id, protocol: None }))
         }
     }
 
     #[test]
     fn the_master_and_a_vlan_id_in_range_are_required() {
-        assert_eq!(validate(&conf(json!({}))).unwrap(), 5);
-        assert_eq!(validate(&conf(json!({"vlanId": 0}))).unwrap(), 0);
-        assert_eq!(validate(&conf(json!({"vlanId": 4094}))).unwrap(), 4094);
+        assert_eq!(validate(&conf(json!({}))).unwrap(), ("m0", 5));
+        assert_eq!(validate(&conf(json!({"vlanId": 0}))).unwrap().1, 0);
+        assert_eq!(validate(&conf(json!({"vlanId": 4094}))).unwrap().1, 4094);
         for bad in [-1, 4095, 65536, 1i64 << 40] {
             assert_eq!(
                 validate(&conf(json!({ "vlanId": bad }))).unwrap_err().msg,
@@ -271,7 +215,7 @@ mod tests {
         cont.transport().push_ack();
         cont.transport().push_links(&[vlan_link(4094, 1400)]);
         let c = conf(json!({"vlanId": 4094, "mtu": 1400}));
-        let s = stacked(&c, &master, validate(&c).unwrap()).unwrap();
+        let s = stacked(&c, &master, validate(&c).unwrap().1).unwrap();
         create_stacked(&host, &cont, Some(&ns), s, "eth0").unwrap();
         let attrs = attributes(&host.transport().requests()[0].payload, IFINFOMSG_LEN);
         let get = |ty: u16| attrs.iter().find(|(t, _)| *t == ty).map(|(_, p)| p.clone());

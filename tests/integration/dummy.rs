@@ -27,28 +27,11 @@ fn add_check_del_in_every_version() {
     for version in ALL_VERSIONS {
         let w = world();
         let c = w.conf(version, json!({"ipam": {"routes": [{"dst": "10.9.0.0/16"}]}}));
-        let r = w.call("ADD", &c).success();
-        assert_eq!(w.linkinfo()["info_kind"], "dummy", "{version}");
-        if has_interfaces(version) {
-            assert_eq!(r["interfaces"][0]["name"], IFNAME);
-            assert_eq!(r["interfaces"][0]["sandbox"], json!(w.ns.path_str()));
-            assert_eq!(r["ips"][0]["interface"], json!(0));
-        }
-        assert_eq!(addrs(&w.ns), vec![format!("{IFNAME} 10.1.2.2/24 scope global")]);
-        assert!(
-            routes(&w.ns).iter().any(|r| r.starts_with("10.9.0.0/16")),
-            "{:?}",
-            routes(&w.ns)
-        );
-        let del = if at_least(version, "0.4.0") {
-            w.call("CHECK", &with_prev(&c, &r)).success();
-            with_prev(&c, &r)
-        } else {
-            c.clone()
-        };
-        w.call("DEL", &del).success();
-        w.call("DEL", &del).success();
-        w.assert_clean(version);
+        w.add_check_del(version, &c, |_| {
+            assert_eq!(w.linkinfo()["info_kind"], "dummy", "{version}");
+            let routes = routes(&w.ns);
+            assert!(routes.iter().any(|r| r.starts_with("10.9.0.0/16")), "{routes:?}");
+        });
     }
 }
 
@@ -81,15 +64,7 @@ fn without_kernel_support_add_names_the_module_and_leaves_nothing() {
         );
         return;
     };
-    for version in ALL_VERSIONS {
-        let w = world();
-        assert_eq!(
-            w.call("ADD", &w.conf(version, json!({}))).failure(999),
-            reason,
-            "{version}"
-        );
-        w.assert_clean(version);
-    }
+    World::refused_in_every_version("dummy", json!({}), &reason, None);
 }
 
 /// ADD and CHECK need IPAM: the reference's words, before anything is made.

@@ -30,31 +30,13 @@ fn add_check_del_in_every_version() {
     }
     for version in ALL_VERSIONS {
         let w = world();
-        let c = w.conf(version, json!({}));
-        let r = w.call("ADD", &c).success();
-        let info = w.linkinfo();
-        assert_eq!(info["info_kind"], "ipvlan", "{version}");
-        assert_eq!(info["info_data"]["mode"], "l2", "{version}");
-        if has_interfaces(version) {
-            assert_eq!(r["interfaces"][0]["name"], IFNAME);
-            assert_eq!(r["interfaces"][0]["sandbox"], json!(w.ns.path_str()));
-            assert_eq!(r["ips"][0]["address"], "10.1.2.2/24");
-            assert_eq!(r["ips"][0]["interface"], json!(0));
-        } else {
-            assert_eq!(r["ip4"]["ip"], "10.1.2.2/24", "{r}");
-        }
-        assert_eq!(addrs(&w.ns), vec![format!("{IFNAME} 10.1.2.2/24 scope global")]);
-        assert_eq!(w.ns.sysctl(&format!("net/ipv4/conf/{IFNAME}/arp_notify")), "1");
-        assert_eq!(w.ns.sysctl(&format!("net/ipv6/conf/{IFNAME}/ndisc_notify")), "1");
-        let del = if at_least(version, "0.4.0") {
-            w.call("CHECK", &with_prev(&c, &r)).success();
-            with_prev(&c, &r)
-        } else {
-            c.clone()
-        };
-        w.call("DEL", &del).success();
-        w.call("DEL", &del).success();
-        w.assert_clean(version);
+        w.add_check_del(version, &w.conf(version, json!({})), |_| {
+            let info = w.linkinfo();
+            assert_eq!(info["info_kind"], "ipvlan", "{version}");
+            assert_eq!(info["info_data"]["mode"], "l2", "{version}");
+            assert_eq!(w.ns.sysctl(&format!("net/ipv4/conf/{IFNAME}/arp_notify")), "1");
+            assert_eq!(w.ns.sysctl(&format!("net/ipv6/conf/{IFNAME}/ndisc_notify")), "1");
+        });
     }
 }
 
@@ -88,13 +70,7 @@ fn a_master_in_the_container() {
         return;
     }
     let w = world();
-    w.container_master("eth1");
-    let c = w.conf("1.0.0", json!({"master": "eth1", "linkInContainer": true}));
-    let r = w.call("ADD", &c).success();
-    assert_eq!(w.linkinfo()["info_kind"], "ipvlan");
-    w.call("CHECK", &with_prev(&c, &r)).success();
-    w.call("DEL", &with_prev(&c, &r)).success();
-    assert!(!w.ns.has_link(IFNAME));
+    let c = w.on_a_master_in_the_container();
     // a master of that name on the host is not the one
     let mut host = c.clone();
     host["linkInContainer"] = json!(false);
@@ -141,21 +117,7 @@ fn without_kernel_support_add_names_the_module_and_leaves_nothing() {
         );
         return;
     };
-    for version in ALL_VERSIONS {
-        let w = world();
-        assert_eq!(
-            w.call("ADD", &w.conf(version, json!({}))).failure(999),
-            reason,
-            "{version}"
-        );
-        w.assert_clean(version);
-        // the reference refuses the same request in its own words
-        if let Some(out) = w.reference("ADD", &w.conf(version, json!({}))) {
-            if !at_least(version, "1.1.0") {
-                assert_eq!(out.failure(999), REFUSED, "{version}");
-            }
-        }
-    }
+    World::refused_in_every_version("ipvlan", json!({}), &reason, Some(REFUSED));
 }
 
 /// Every answer that comes before a link is made is the reference's.
@@ -189,16 +151,7 @@ fn differential_errors_before_the_link_match_the_reference() {
         // the container has no net1
         ("CHECK", w.ns.path_str(), no_ipam(w.conf("1.0.0", json!({"prevResult": prev})))),
     ];
-    for (verb, netns, c) in cases {
-        let Some(theirs) = w.env.reference("ipvlan") else {
-            return;
-        };
-        let theirs = theirs.exec(verb, "ctr1", netns, IFNAME, &c);
-        let ours = w.env.call("ipvlan").exec(verb, "ctr1", netns, IFNAME, &c);
-        assert_eq!(ours.answer(), theirs.answer(), "{verb} {c}");
-        assert_ne!(ours.answer().0, 0, "{verb} {c}");
-        w.assert_clean(verb);
-    }
+    w.same_answers_as_the_reference(&cases);
 }
 
 /// Without IPAM and nothing to chain, ADD fails before it makes a link (the reference

@@ -29,29 +29,12 @@ fn add_check_del_in_every_version() {
     }
     for version in ALL_VERSIONS {
         let w = world();
-        let c = w.conf(version, json!({}));
-        let r = w.call("ADD", &c).success();
-        let info = w.linkinfo();
-        assert_eq!(info["info_kind"], "vlan", "{version}");
-        assert_eq!(info["info_data"]["id"], json!(100), "{version}");
-        assert_eq!(info["info_data"]["protocol"], "802.1Q", "{version}");
-        if has_interfaces(version) {
-            assert_eq!(r["interfaces"][0]["name"], IFNAME);
-            assert_eq!(r["interfaces"][0]["sandbox"], json!(w.ns.path_str()));
-            assert_eq!(r["ips"][0]["address"], "10.1.2.2/24");
-        } else {
-            assert_eq!(r["ip4"]["ip"], "10.1.2.2/24", "{r}");
-        }
-        assert_eq!(addrs(&w.ns), vec![format!("{IFNAME} 10.1.2.2/24 scope global")]);
-        let del = if at_least(version, "0.4.0") {
-            w.call("CHECK", &with_prev(&c, &r)).success();
-            with_prev(&c, &r)
-        } else {
-            c.clone()
-        };
-        w.call("DEL", &del).success();
-        w.call("DEL", &del).success();
-        w.assert_clean(version);
+        w.add_check_del(version, &w.conf(version, json!({})), |_| {
+            let info = w.linkinfo();
+            assert_eq!(info["info_kind"], "vlan", "{version}");
+            assert_eq!(info["info_data"]["id"], json!(100), "{version}");
+            assert_eq!(info["info_data"]["protocol"], "802.1Q", "{version}");
+        });
     }
 }
 
@@ -90,14 +73,7 @@ fn a_master_in_the_container() {
     if skipped("vlan::a_master_in_the_container", &link_kinds::vlan()) {
         return;
     }
-    let w = world();
-    w.container_master("eth1");
-    let c = w.conf("1.0.0", json!({"master": "eth1", "linkInContainer": true}));
-    let r = w.call("ADD", &c).success();
-    assert_eq!(w.linkinfo()["info_kind"], "vlan");
-    w.call("CHECK", &with_prev(&c, &r)).success();
-    w.call("DEL", &with_prev(&c, &r)).success();
-    assert!(!w.ns.has_link(IFNAME));
+    world().on_a_master_in_the_container();
 }
 
 /// This kernel's case: ADD fails with the kind and the module named, the reference's code,
@@ -111,20 +87,7 @@ fn without_kernel_support_add_names_the_module_and_leaves_nothing() {
         );
         return;
     };
-    for version in ALL_VERSIONS {
-        let w = world();
-        assert_eq!(
-            w.call("ADD", &w.conf(version, json!({}))).failure(999),
-            reason,
-            "{version}"
-        );
-        w.assert_clean(version);
-        if let Some(out) = w.reference("ADD", &w.conf(version, json!({}))) {
-            if !at_least(version, "1.1.0") {
-                assert_eq!(out.failure(999), REFUSED, "{version}");
-            }
-        }
-    }
+    World::refused_in_every_version("vlan", json!({"vlanId": 100}), &reason, Some(REFUSED));
 }
 
 /// Every answer that comes before a link is made is the reference's.
@@ -144,16 +107,7 @@ fn differential_errors_before_the_link_match_the_reference() {
         // host-local finds no address of this container
         ("CHECK", w.ns.path_str(), w.conf("1.0.0", json!({}))),
     ];
-    for (verb, netns, c) in cases {
-        let Some(theirs) = w.env.reference("vlan") else {
-            return;
-        };
-        let theirs = theirs.exec(verb, "ctr1", netns, IFNAME, &c);
-        let ours = w.env.call("vlan").exec(verb, "ctr1", netns, IFNAME, &c);
-        assert_eq!(ours.answer(), theirs.answer(), "{verb} {c}");
-        assert_ne!(ours.answer().0, 0, "{verb} {c}");
-        w.assert_clean(verb);
-    }
+    w.same_answers_as_the_reference(&cases);
     // v1.9's wording (v1.1.1 ends the sentence with a period)
     let mut no_master = w.conf("1.0.0", json!({}));
     no_master["master"] = json!("");

@@ -216,7 +216,8 @@ fn differential_errors_before_the_vrf_match_the_reference() {
     let bad_ns = "/run/netns/cnibox-no-such-ns";
     let with = |extra: Value| w.conf("1.0.0", Some(&prev), extra);
     let current = |msg: &str| Some((999, msg.to_string()));
-    let cases: Vec<(&str, &str, Value, Option<(u64, String)>)> = vec![
+    type Stated = Option<(u64, String)>;
+    let cases: Vec<(&str, &str, Value, Stated)> = vec![
         ("ADD", w.ns.path_str(), with(json!({"vrfname": ""})), None),
         ("ADD", w.ns.path_str(), w.conf("1.0.0", None, json!({})), None),
         // a link of that name that is not a VRF

@@ -319,8 +319,8 @@ pub(super) fn check_enslaved<T: Transport>(h: &Handle<T>, vrf_name: &str, ifname
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::testing::{attributes, FakeTransport, IFADDRMSG_LEN, IFINFOMSG_LEN, RTMSG_LEN};
-    use crate::netlink::{Message, OperState};
+    use crate::netlink::testing::{self, attributes, FakeTransport, IFADDRMSG_LEN, IFINFOMSG_LEN, RTMSG_LEN};
+    use crate::netlink::Message;
     use std::net::IpAddr;
 
     const RTM_DELLINK: u16 = 17;
@@ -337,27 +337,21 @@ mod tests {
 
     fn link(index: u32, name: &str, kind: LinkKind, master: Option<u32>) -> Link {
         Link {
-            index,
-            name: name.into(),
-            kind: Some(kind),
-            slave_kind: None,
-            mac: Some("0a:00:00:00:00:02".parse().unwrap()),
-            mtu: 1500,
             master,
-            up: true,
-            lower_up: true,
-            oper_state: OperState::Up,
-            peer_index: None,
-            link_netnsid: None,
-            promisc: false,
-            allmulti: false,
-            txqlen: 0,
-            flags: 0,
+            ..testing::link(index, name, kind)
         }
     }
 
     fn vrf(index: u32, name: &str, table: u32) -> Link {
         link(index, name, LinkKind::Vrf(VrfData { table }), None)
+    }
+
+    /// The VRF `blue`, index 5, table 10.
+    fn blue() -> VrfLink {
+        VrfLink {
+            link: vrf(5, "blue", 10),
+            table: 10,
+        }
     }
 
     fn eth0(master: Option<u32>) -> Link {
@@ -498,10 +492,7 @@ mod tests {
     fn enslaving_moves_the_routes_and_puts_back_lost_ipv6_addresses() {
         let h = handle();
         let t = h.transport();
-        let blue = VrfLink {
-            link: vrf(5, "blue", 10),
-            table: 10,
-        };
+        let blue = blue();
         t.push_links(&[eth0(None)]);
         t.push_addresses(&[
             address("2001:db8::5/64", Scope::Universe, IFA_F_NODAD),
@@ -564,10 +555,7 @@ mod tests {
     fn a_restored_address_without_its_local_route_fails_after_the_retries() {
         let h = handle();
         let t = h.transport();
-        let blue = VrfLink {
-            link: vrf(5, "blue", 10),
-            table: 10,
-        };
+        let blue = blue();
         t.push_links(&[eth0(None)]);
         t.push_addresses(&[address("2001:db8::5/64", Scope::Universe, 0)]);
         t.push_routes(&[]);
@@ -601,10 +589,7 @@ mod tests {
         h.transport().push_links(&[eth0(Some(9))]);
         h.transport()
             .push_links(&[link(9, "br0", LinkKind::Bridge(Default::default()), None)]);
-        let blue = VrfLink {
-            link: vrf(5, "blue", 10),
-            table: 10,
-        };
+        let blue = blue();
         let mut rollback = Rollback::new();
         let e = add_interface(&h, &blue, "eth0", Duration::ZERO, &mut rollback).unwrap_err();
         assert_eq!(e.msg, "interface eth0 has already a master set: br0");
