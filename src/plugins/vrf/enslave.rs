@@ -160,9 +160,16 @@ pub(super) fn add_interface<'a, T: Transport>(
     h.set_master(link.index, Some(vrf.link.index))
         .map_err(|e| Error::internal(format!("could not set vrf {vrf_name} as master of {ifname}: {e}")))?;
     let index = link.index;
-    let routes = saved.routes.clone();
+    let (addresses, routes) = (saved.addresses.clone(), saved.routes.clone());
     rollback.push(format!("release {ifname} from VRF {vrf_name}"), move || {
+        // released, the link cycles again: its IPv6 addresses first, then the routes via them
         h.set_master(index, None).map_err(|e| e.to_string())?;
+        for a in &addresses {
+            match h.add_address(index, a.address, address_options(a)) {
+                Err(e) if !e.is_exists() => return Err(e.to_string()),
+                _ => {}
+            }
+        }
         for r in &routes {
             h.replace_route(&in_table(r, TABLE_MAIN)).map_err(|e| e.to_string())?;
         }
@@ -179,11 +186,7 @@ pub(super) fn add_interface<'a, T: Transport>(
         .iter()
         .filter(|a| !after.iter().any(|b| b.address == a.address))
     {
-        let opts = AddrOptions {
-            nodad: lost.flags & IFA_F_NODAD != 0,
-            noprefixroute: lost.flags & IFA_F_NOPREFIXROUTE != 0,
-        };
-        h.add_address(index, lost.address, opts).map_err(|e| {
+        h.add_address(index, lost.address, address_options(lost)).map_err(|e| {
             Error::internal(format!(
                 "could not restore address {} to {ifname} @ {vrf_name}: {e}",
                 lost.address
@@ -197,6 +200,14 @@ pub(super) fn add_interface<'a, T: Transport>(
             .map_err(|e| Error::internal(format!("could not add route '{}': {e}", go_route(&moved))))?;
     }
     Ok(())
+}
+
+/// The options an address was added with, from its flags: it goes back as it was.
+fn address_options(a: &Address) -> AddrOptions {
+    AddrOptions {
+        nodad: a.flags & IFA_F_NODAD != 0,
+        noprefixroute: a.flags & IFA_F_NOPREFIXROUTE != 0,
+    }
 }
 
 /// A restored address is usable once the kernel has its local route in the VRF's table.
@@ -573,14 +584,15 @@ mod tests {
                 "failed getting local/host addresses for eth0 in table 10 with dst 2001:db8::5/64"
             );
         }
-        // the rollback released the link (no routes to put back)
+        // the rollback released the link and put its address back (no routes to put back)
         let reqs = t.requests();
-        assert_eq!(reqs.len(), 6 + ADDRESS_RETRIES as usize + 1 + 1);
-        let release = reqs.last().unwrap();
+        assert_eq!(reqs.len(), 6 + ADDRESS_RETRIES as usize + 1 + 2);
+        let release = &reqs[reqs.len() - 2];
         assert_eq!(
             attr(release, IFINFOMSG_LEN, IFLA_MASTER),
             Some(0u32.to_ne_bytes().to_vec())
         );
+        assert_eq!(reqs.last().unwrap().kind, RTM_NEWADDR);
     }
 
     #[test]
