@@ -64,7 +64,7 @@ build_go() {  # NAME SOURCE PACKAGE-DIR DEBIAN-PACKAGE
         go build -o "$WORK/$1" "$2" 2> "$WORK/$1.missing" || { sed -i '1s/^/go build failed: /' "$WORK/$1.missing"; rm -f "$WORK/$1"; }
 }
 build_go libcni_tool "$ROOT/tests/interop/libcni_tool.go" github.com/containernetworking/cni/libcni golang-github-appc-cni-dev
-build_go gocni_tool "$BENCH_DIR/clients/gocni_tool.go" github.com/containerd/go-cni golang-github-containerd-go-cni-dev
+build_go gocni_tool "$ROOT/tests/interop/gocni_tool.go" github.com/containerd/go-cni golang-github-containerd-go-cni-dev
 
 # netavark: Debian installs it for podman under /usr/lib/podman
 NETAVARK=""

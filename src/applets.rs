@@ -96,6 +96,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::firewall::Firewall),
     },
     Applet {
+        name: "flannel",
+        summary: "flannel's meta plugin: the node's subnet from flanneld, delegated to bridge + host-local",
+        kind: Kind::Plugin(&crate::plugins::flannel::Flannel),
+    },
+    Applet {
         name: "host-local",
         summary: "host-local IPAM: addresses from ranges, kept on disk",
         kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),

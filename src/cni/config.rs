@@ -21,6 +21,13 @@ pub const RUNTIME_CONFIG_MAC: &str = r#"struct { Mac string "json:\"mac,omitempt
 /// type fails the plugin, even one the plugin never uses (`"dns": 5` fails tuning). The
 /// plugin adds its context.
 pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
+    check_net_conf_but(config, struct_name, &[])
+}
+
+/// [`check_net_conf`] for a plugin struct that declares some of the embedded struct's keys
+/// again (flannel's `IPAM map[string]interface{}`): Go decodes those into the outer field,
+/// which the plugin reads itself, so they are `shadowed` here.
+pub fn check_net_conf_but(config: &Json, struct_name: &str, shadowed: &[&str]) -> Result<(), Error> {
     let obj = fields(config, struct_name)?;
     let path = |key: &str| format!("{struct_name}.{key}");
     for key in ["cniVersion", "name", "type"] {
@@ -32,8 +39,10 @@ pub fn check_net_conf(config: &Json, struct_name: &str) -> Result<(), Error> {
                 .ok_or_else(|| json::type_error(v, &path("capabilities"), "bool"))?;
         }
     }
-    if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
-        json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+    if !shadowed.contains(&"ipam") {
+        if let Some(ipam) = json::opt_object(&obj, "ipam", &path("ipam"), "types.IPAM")? {
+            json::opt_str(&ipam, "type", "IPAM.ipam.type")?;
+        }
     }
     if let Some(dns) = json::opt_object(&obj, "dns", &path("dns"), "types.DNS")? {
         Dns::from_fields(&dns, "DNS.dns")?;

@@ -106,23 +106,51 @@ impl PschedClock {
         })
     }
 
-    /// Microseconds to ticks, truncated as the reference does.
-    pub fn time_to_ticks(&self, usec: u32) -> u32 {
-        (f64::from(usec) * self.tick_in_usec) as u32
+    /// Microseconds to ticks, truncated as the reference does; None past 32 bits.
+    pub fn time_to_ticks(&self, usec: u32) -> Option<u32> {
+        to_u32(f64::from(usec) * self.tick_in_usec)
     }
+}
+
+/// `v` truncated to a u32, as Go's `uint32(v)` for a `v` in range; None out of range (Go
+/// leaves that conversion to the machine: on amd64 it wraps around).
+fn to_u32(v: f64) -> Option<u32> {
+    (0.0..4_294_967_296.0).contains(&v).then_some(v as u32)
 }
 
 impl Tbf {
     /// The token bucket that shapes to `rate` bytes/s with a `burst`-byte bucket and queues
-    /// at most `latency_usec` worth of traffic beyond it: the reference bandwidth plugin's
-    /// arithmetic, truncations included (its limit adds the burst, not the buffer).
-    pub fn shaping(rate: u64, burst: u32, latency_usec: f64, clock: PschedClock) -> Tbf {
-        let buffer_usec = (f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64) as u32;
-        Tbf {
+    /// at most `latency_usec` worth of traffic beyond it, as the reference bandwidth plugin
+    /// computes it (the same truncations; its limit adds the burst, not the buffer). None
+    /// when the kernel cannot hold it: the bucket's time in psched ticks or the limit passes
+    /// 32 bits (or there is no rate). The reference's conversions wrap around there and
+    /// shape with another bucket than the one asked for (a saturating one would too).
+    pub fn shaping(rate: u64, burst: u32, latency_usec: f64, clock: PschedClock) -> Option<Tbf> {
+        let buffer_usec = to_u32(f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64)?;
+        let latency = to_u32(rate as f64 * latency_usec / TIME_UNITS_PER_SEC)?;
+        Some(Tbf {
             rate,
-            buffer: clock.time_to_ticks(buffer_usec),
-            limit: ((rate as f64 * latency_usec / TIME_UNITS_PER_SEC) as u32).wrapping_add(burst),
+            buffer: clock.time_to_ticks(buffer_usec)?,
+            limit: latency.checked_add(burst)?,
+        })
+    }
+
+    /// The largest burst in bytes [`Tbf::shaping`] takes at `rate`; None when it takes none.
+    pub fn max_burst(rate: u64, latency_usec: f64, clock: PschedClock) -> Option<u32> {
+        let fits = |b: u32| Tbf::shaping(rate, b, latency_usec, clock).is_some();
+        if !fits(0) {
+            return None;
         }
+        // shaping's arithmetic itself, searched: it only grows with the burst
+        let (mut lo, mut hi) = (0u32, u32::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match fits(mid) {
+                true => lo = mid,
+                false => hi = mid - 1,
+            }
+        }
+        Some(lo)
     }
 }
 
@@ -422,12 +450,34 @@ mod tests {
         let t = Tbf::shaping(1_000_000, 2_000_000, 25_000.0, c);
         assert_eq!(
             t,
-            Tbf {
+            Some(Tbf {
                 rate: 1_000_000,
                 buffer: 31_250_000,
                 limit: 2_025_000
-            }
+            })
         );
+    }
+
+    /// Regression: a bucket whose time in ticks passed 32 bits was saturated (the reference
+    /// wraps around): 125 bytes/s with a 125,000-byte burst became a 34,359-byte bucket.
+    #[test]
+    fn buckets_the_kernel_cannot_hold_are_refused() {
+        let c = PschedClock::parse("000003e8 00000040 000f4240 3b9aca00\n").unwrap();
+        assert_eq!(Tbf::shaping(125, 125_000, 25_000.0, c), None);
+        // 34,359 bytes take 274,872,000 µs at 125 bytes/s, 4,294,875,000 ticks; one more
+        // byte passes 2^32
+        assert_eq!(Tbf::max_burst(125, 25_000.0, c), Some(34_359));
+        assert_eq!(Tbf::shaping(125, 34_359, 25_000.0, c).unwrap().buffer, 4_294_875_000);
+        assert_eq!(Tbf::shaping(125, 34_360, 25_000.0, c), None);
+        // the limit (25 ms at the rate, plus the burst) passing 32 bits
+        let fast = 1_000_000_000;
+        let max = Tbf::max_burst(fast, 25_000.0, c).unwrap();
+        assert_eq!(max, u32::MAX - 25_000_000);
+        assert!(Tbf::shaping(fast, max, 25_000.0, c).is_some());
+        assert_eq!(Tbf::shaping(fast, max + 1, 25_000.0, c), None);
+        // no rate: no bucket
+        assert_eq!(Tbf::shaping(0, 1, 25_000.0, c), None);
+        assert_eq!(Tbf::max_burst(0, 25_000.0, c), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use super::rollback::Rollback;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
 use crate::firewall_rules::ipmasq;
+use crate::firewall_rules::shared_chain::Interface;
 
 /// IPAM ADD; on any later failure of this ADD the rollback runs IPAM DEL.
 pub fn add<'a>(ipam_type: &'a str, req: &'a Request, rollback: &mut Rollback<'a>) -> Result<CniResult, Error> {
@@ -39,6 +40,13 @@ pub fn masq_attachment(req: &Request) -> ipmasq::Attachment<'_> {
         ifname: &req.ifname,
         container_id: &req.container_id,
     }
+}
+
+/// What DEL knows of this call's interface, to tell whether a shared iptables masquerade
+/// chain is its: prevResult's addresses, else `CNI_NETNS`.
+pub fn masq_interface<'a>(req: &'a Request, prev: Option<&CniResult>) -> Interface<'a> {
+    let own = prev.map(|p| p.ips.iter().map(|ip| ip.address.ip()).collect());
+    Interface::for_del(own, &req.netns, &req.ifname)
 }
 
 /// GC: with `masquerade`, this network's masquerade rules of attachments not in

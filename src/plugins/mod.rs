@@ -7,6 +7,7 @@ pub mod bandwidth;
 pub mod bridge;
 pub mod dummy;
 pub mod firewall;
+pub mod flannel;
 pub mod ipvlan;
 pub mod loopback;
 pub mod macvlan;

@@ -172,19 +172,6 @@ fn containerd_networks(w: &World) -> (Value, Value) {
     (lo, pod)
 }
 
-/// The reference bridge gives one veth end txqueuelen 0 where cnibox's bridge keeps the
-/// kernel's 1000 (a bridge difference, outside these plugins): veth queue lengths are left
-/// out; the ifb's (bandwidth's own) stays.
-fn without_veth_qlen(links: Vec<String>) -> Vec<String> {
-    links
-        .into_iter()
-        .map(|l| match l.contains(" veth ") {
-            true => l.split(" qlen ").next().unwrap().to_string(),
-            false => l,
-        })
-        .collect()
-}
-
 /// A result with MACs, random veth names and the sandbox path masked.
 fn masked_result(v: &Value, ns: &Netns) -> Value {
     let s = v.to_string().replace(ns.path_str(), "<netns>");
@@ -211,11 +198,11 @@ fn state(w: &World, ns: &Netns) -> Value {
         .unwrap();
     let qdiscs: Value = serde_json::from_slice(&tc.stdout).unwrap_or(json!([]));
     json!({
-        "container_links": without_veth_qlen(plugin_state::links(ns)),
+        "container_links": plugin_state::without_veth_qlen(plugin_state::links(ns)),
         "container_addrs": plugin_state::addrs(ns),
         "container_routes": plugin_state::routes(ns),
         "lo": ns.ip_json(&["link", "show", "dev", "lo"])[0]["flags"],
-        "host_links": without_veth_qlen(plugin_state::links(&w.env.host)),
+        "host_links": plugin_state::without_veth_qlen(plugin_state::links(&w.env.host)),
         "qdiscs": plugin_state::mask(&qdiscs),
         "arp_notify": arp_notify(ns),
     })

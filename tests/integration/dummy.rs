@@ -137,17 +137,14 @@ fn common_keys() {
         Some(reason) => (999, reason),
         None => (0, String::new()),
     };
-    for (key, value, answer) in crate::common_keys::answers("dummy") {
-        let expected = match key {
-            "capabilities" => decoding("string into Go struct field NetConf.capabilities of type bool"),
-            "ipam" if value.is_number() => decoding("number into Go struct field NetConf.ipam of type types.IPAM"),
-            "ipam" => decoding("number into Go struct field IPAM.ipam.type of type string"),
-            "dns" if value.is_number() => decoding("number into Go struct field NetConf.dns of type types.DNS"),
-            "dns" => decoding("string into Go struct field DNS.dns.nameservers of type []string"),
-            "prevResult" => decoding("number into Go struct field NetConf.prevResult of type map[string]interface {}"),
-            "runtimeConfig" | "args" => made.clone(),
-            other => panic!("no stated answer for {other}"),
-        };
-        assert_eq!(answer, expected, "{key}: {value}");
-    }
+    crate::common_keys::answers("dummy", &|_| {}, |key, value| match key {
+        "capabilities" => decoding("string into Go struct field NetConf.capabilities of type bool"),
+        "ipam" if value.is_number() => decoding("number into Go struct field NetConf.ipam of type types.IPAM"),
+        "ipam" => decoding("number into Go struct field IPAM.ipam.type of type string"),
+        "dns" if value.is_number() => decoding("number into Go struct field NetConf.dns of type types.DNS"),
+        "dns" => decoding("string into Go struct field DNS.dns.nameservers of type []string"),
+        "prevResult" => decoding("number into Go struct field NetConf.prevResult of type map[string]interface {}"),
+        "runtimeConfig" | "args" => made.clone(),
+        other => panic!("no stated answer for {other}"),
+    });
 }

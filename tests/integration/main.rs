@@ -34,9 +34,12 @@
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
 //!   keys every config shares in `common_keys.rs`.
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
-//!   runtimes' chains through libcni), `in_process_chains.rs` (cnibox's own applets of a
-//!   chain run in-process, answers compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real
-//!   dockerd), `applets.rs` (the applet table, `install`).
+//!   runtimes' chains through libcni), `gocni.rs` (containerd's CRI through go-cni: its
+//!   loopback network and a pod's capabilities in go-cni's own types, hostPorts reached,
+//!   token buckets, a failed setup's teardown, compared with the reference),
+//!   `in_process_chains.rs` (cnibox's own applets of a chain run in-process, answers
+//!   compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real dockerd),
+//!   `applets.rs` (the applet table, `install`).
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
@@ -44,9 +47,10 @@
 //! link kinds a kernel may lack), `plugin_state` (links, addresses, routes, sysctls,
 //! reservations as comparable values), `bridge_support` and `portmap_support` (those
 //! plugins' test worlds, also used by `firewall`), `stacked_support` (the world of the
-//! applets that make one link in the container: ipvlan, vlan, dummy), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
-//! `tests/corpus/`, `tests/interop/` (the libcni runtime in Go), `tests/plugins/` (the
-//! recording plugin script).
+//! applets that make one link in the container: ipvlan, vlan, dummy), `fuzz` (the
+//! property/fuzz toolkit). Data stays beside this directory: `tests/corpus/`,
+//! `tests/interop/` (the Go clients: a libcni runtime and containerd's go-cni),
+//! `tests/plugins/` (the recording plugin script).
 //!
 //! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
 //! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
@@ -73,6 +77,8 @@ mod common_keys;
 mod docker;
 mod dummy;
 mod firewall;
+mod flannel;
+mod gocni;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;

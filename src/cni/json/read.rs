@@ -305,10 +305,16 @@ pub fn opt_raw<'a>(obj: &Fields<'a>, key: &str) -> Option<&'a Json> {
 /// The value as the fields of a struct; `null` decodes as an empty one (Go leaves the struct
 /// zero).
 pub fn as_object<'a>(v: &'a Json, path: &str) -> Result<Fields<'a>, Error> {
+    as_struct(v, path, "struct")
+}
+
+/// [`as_object`] for a value whose Go type (`main.PortMapEntry`, an element of a slice)
+/// the error names.
+pub fn as_struct<'a>(v: &'a Json, path: &str, go_type: &str) -> Result<Fields<'a>, Error> {
     match v {
         Json::Object(m) => Ok(Fields::of(m)),
         Json::Null => Ok(Fields::default()),
-        other => undecodable(type_error(other, path, "struct")).map(Option::unwrap_or_default),
+        other => undecodable(type_error(other, path, go_type)).map(Option::unwrap_or_default),
     }
 }
 

@@ -23,6 +23,9 @@ pub enum Json {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Object {
     members: Vec<(String, Json)>,
+    /// Written in member order, as Go writes a struct's fields, instead of sorted as Go
+    /// writes a map (see [`Object::go_struct`]).
+    in_field_order: bool,
 }
 
 /// Parse JSON text. Syntax errors are serde_json's; callers word them as their references do.
@@ -104,6 +107,15 @@ impl Object {
         Object::default()
     }
 
+    /// An object Go writes from a struct: serialised with its members in the order pushed
+    /// (the struct's field order), not sorted as a map's.
+    pub fn go_struct() -> Object {
+        Object {
+            in_field_order: true,
+            ..Object::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
@@ -143,6 +155,7 @@ impl Object {
     pub fn from_map(map: &BTreeMap<&str, &Json>) -> Object {
         Object {
             members: map.iter().map(|(k, v)| (k.to_string(), v.marshalled())).collect(),
+            in_field_order: false,
         }
     }
 
@@ -164,6 +177,29 @@ impl Object {
     #[cfg(any(test, feature = "test-support"))]
     pub(super) fn identity(&self) -> usize {
         self.members.as_ptr() as usize
+    }
+}
+
+impl Json {
+    /// The bytes Go's `json.Marshal` writes for the decoded value: compact, objects sorted
+    /// with one member per key (as a `map[string]interface{}`), and `<`, `>`, `&`, U+2028
+    /// and U+2029 escaped as `\u003c`, … (Go escapes them for HTML; serde_json does not).
+    /// Those characters only ever occur inside strings, so escaping them in the output is
+    /// escaping them in the strings.
+    pub fn to_go_bytes(&self) -> Vec<u8> {
+        let text = serde_json::to_string(self).expect("a JSON tree serialises");
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c => out.push(c),
+            }
+        }
+        out.into_bytes()
     }
 }
 
@@ -189,6 +225,13 @@ impl Serialize for Json {
 
 impl Serialize for Object {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.in_field_order {
+            let mut out = s.serialize_map(Some(self.members.len()))?;
+            for (k, v) in &self.members {
+                out.serialize_entry(k, v)?;
+            }
+            return out.end();
+        }
         let map = self.as_map();
         let mut out = s.serialize_map(Some(map.len()))?;
         for (k, v) in map {
@@ -267,6 +310,7 @@ impl From<&Value> for Json {
             Value::Array(items) => Json::Array(items.iter().map(Json::from).collect()),
             Value::Object(m) => Json::Object(Object {
                 members: m.iter().map(|(k, v)| (k.clone(), Json::from(v))).collect(),
+                in_field_order: false,
             }),
         }
     }
@@ -327,6 +371,15 @@ mod tests {
         assert_eq!(o.remove("K"), Some(Json::Number(2.into())));
         assert_eq!(o.remove("K"), None);
         assert_eq!(j.to_string(), r#"{"k":"x"}"#);
+    }
+
+    #[test]
+    fn go_bytes_are_sorted_compact_and_html_escaped() {
+        let j = doc(r#"{"b": "<a&b>", "a": [1, 2.5, "\u2028"], "b": "x<y"}"#);
+        assert_eq!(
+            String::from_utf8(j.to_go_bytes()).unwrap(),
+            r#"{"a":[1,2.5,"\u2028"],"b":"x\u003cy"}"#
+        );
     }
 
     #[test]

@@ -508,22 +508,45 @@ impl Call {
 /// The libcni test runtime built from tests/interop/libcni_tool.go against Debian's
 /// golang-github-appc-cni-dev (libcni 1.1.2), or None (with the reason printed) without Go.
 pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
+    go_tool(
+        dir,
+        "libcni_tool",
+        "github.com/containernetworking/cni/libcni",
+        "golang-github-appc-cni-dev",
+    )
+}
+
+/// containerd's CRI as a CNI client, built from tests/interop/gocni_tool.go against
+/// Debian's golang-github-containerd-go-cni-dev (go-cni 1.1.7 on libcni 1.1.2), or None
+/// (with the reason printed) without Go.
+pub fn gocni_tool(dir: &Path) -> Option<PathBuf> {
+    go_tool(
+        dir,
+        "gocni_tool",
+        "github.com/containerd/go-cni",
+        "golang-github-containerd-go-cni-dev",
+    )
+}
+
+/// `tests/interop/<name>.go` built into `dir` offline, from the Go sources Debian installs
+/// under /usr/share/gocode (`library`: the import path it needs, from package `package`).
+fn go_tool(dir: &Path, name: &str, library: &str, package: &str) -> Option<PathBuf> {
     let go_ok = Command::new("go")
         .arg("version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !go_ok {
-        eprintln!("SKIP: Go is not installed (apt-get install golang-go golang-github-appc-cni-dev)");
+        eprintln!("SKIP: Go is not installed (apt-get install golang-go {package})");
         return None;
     }
     let gopath = Path::new("/usr/share/gocode");
     assert!(
-        gopath.join("src/github.com/containernetworking/cni/libcni").is_dir(),
-        "Go is installed but libcni is not: apt-get install golang-github-appc-cni-dev"
+        gopath.join("src").join(library).is_dir(),
+        "Go is installed but {library} is not: apt-get install {package}"
     );
-    let out = dir.join("libcni_tool");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/libcni_tool.go");
+    let out = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/interop/{name}.go"));
     let build = Command::new("go")
         .args(["build", "-o"])
         .arg(&out)
@@ -536,7 +559,7 @@ pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
         .unwrap();
     assert!(
         build.status.success(),
-        "go build failed: {}",
+        "go build of {name} failed: {}",
         String::from_utf8_lossy(&build.stderr)
     );
     Some(out)

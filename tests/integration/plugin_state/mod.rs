@@ -75,6 +75,19 @@ pub fn links(ns: &Netns) -> Vec<String> {
     out
 }
 
+/// The reference bridge gives one veth end txqueuelen 0 where cnibox's bridge keeps the
+/// kernel's 1000 (a bridge difference, outside these plugins): veth queue lengths are left
+/// out; the ifb's (bandwidth's own) stays.
+pub fn without_veth_qlen(links: Vec<String>) -> Vec<String> {
+    links
+        .into_iter()
+        .map(|l| match l.contains(" veth ") {
+            true => l.split(" qlen ").next().unwrap().to_string(),
+            false => l,
+        })
+        .collect()
+}
+
 /// Link names other than `lo`.
 pub fn link_names(ns: &Netns) -> Vec<String> {
     ns.links().into_iter().filter(|l| l != "lo").collect()

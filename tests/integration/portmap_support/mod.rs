@@ -81,17 +81,24 @@ impl Node {
     /// A container attached to the bridge; returns its namespace and the bridge's result.
     pub fn container(&self, id: &str, v6: bool) -> (Netns, Value) {
         let ns = self.env.container();
+        let r = self.attach(id, &ns, IFNAME, v6);
+        (ns, r)
+    }
+
+    /// Attach the container `id` in `ns` to the bridge as `ifname` (a second interface on
+    /// the same network, when it has one); the bridge's result.
+    pub fn attach(&self, id: &str, ns: &Netns, ifname: &str, v6: bool) -> Value {
         let r = self
             .env
             .call("bridge")
-            .exec("ADD", id, ns.path_str(), IFNAME, &self.bridge_conf(v6))
+            .exec("ADD", id, ns.path_str(), ifname, &self.bridge_conf(v6))
             .success();
         if v6 {
             // DAD on the container's and the gateway's addresses
-            wait_v6_ready(&ns);
+            wait_v6_ready(ns);
             wait_v6_ready(&self.env.host);
         }
-        (ns, r)
+        r
     }
 
     pub fn portmap(&self, side: Side) -> crate::common::Call {
@@ -154,7 +161,8 @@ pub fn result_ip(r: &Value, v6: bool) -> IpAddr {
         .expect("result has an address of the family")
 }
 
-fn wait_v6_ready(ns: &Netns) {
+/// Waits (up to 5 s) until no IPv6 address of `ns` is tentative (DAD done).
+pub fn wait_v6_ready(ns: &Netns) {
     for _ in 0..100 {
         let out = ns.ip(&["-6", "addr", "show", "tentative"]);
         if out.trim().is_empty() {

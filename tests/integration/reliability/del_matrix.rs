@@ -63,12 +63,25 @@ pub enum Attachment {
     InterfaceOnMaster,
 }
 
+/// A value in a subject's keys that stands for the matrix's IPAM data dir (made per run),
+/// for an applet that takes its IPAM section whole (flannel).
+pub const DATA_DIR: &str = "{data_dir}";
+
 fn conf(env: &TestEnv, subject: &Subject, version: &str) -> Value {
     let ipam = json!({"type": "host-local", "subnet": "10.1.2.0/24", "dataDir": env.data_dir});
     let mut c = json!({"cniVersion": version, "name": "delnet", "type": subject.applet, "ipam": ipam});
     for (k, v) in subject.keys.as_object().expect("keys are an object") {
         c[k] = v.clone();
     }
+    fn place(v: &mut Value, data_dir: &Value) {
+        match v {
+            Value::String(s) if s == DATA_DIR => *v = data_dir.clone(),
+            Value::Array(items) => items.iter_mut().for_each(|i| place(i, data_dir)),
+            Value::Object(m) => m.values_mut().for_each(|i| place(i, data_dir)),
+            _ => {}
+        }
+    }
+    place(&mut c, &json!(env.data_dir));
     c
 }
 

@@ -10,6 +10,7 @@
 use crate::common;
 use crate::fuzz;
 
+use cnibox::cni::json::{self, Json};
 use cnibox::cni::{self, CniResult};
 use common::*;
 use fuzz::*;
@@ -86,16 +87,20 @@ fn expect(call: &Call) -> Expect {
     if call.stdin.len() as u64 > cni::plugin::STDIN_LIMIT {
         return Expect::Code(5);
     }
-    let Ok(conf) = serde_json::from_slice::<Value>(&call.stdin) else {
+    // keys as Go's decoder matches them (`"Name"` is the name), with the reader the unit
+    // tests hold to Go's rules
+    let Ok(conf) = cnibox::cni::json::parse(&call.stdin) else {
         return Expect::Code(6);
     };
-    let name = match &conf {
-        Value::Object(m) => match m.get("name") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(_) => return Expect::Code(6),
-        },
-        Value::Null => String::new(),
+    let text = |key: &str| -> Result<String, ()> {
+        let fields = json::as_object(&conf, "").map_err(|_| ())?;
+        Ok(json::opt_str(&fields, key, "")
+            .map_err(|_| ())?
+            .unwrap_or_default()
+            .to_string())
+    };
+    let name = match (&conf, text("name")) {
+        (Json::Object(_) | Json::Null, Ok(name)) => name,
         _ => return Expect::Code(6),
     };
     if cni::env::validate_network_name(&name).is_err() {
@@ -104,10 +109,9 @@ fn expect(call: &Call) -> Expect {
     if !["ADD", "DEL", "CHECK", "STATUS", "GC"].contains(&cmd.as_str()) {
         return Expect::Code(4);
     }
-    let version = match conf.get("cniVersion") {
-        None | Some(Value::Null) => "0.1.0".to_string(),
-        Some(Value::String(s)) => cni::version::normalize(s).to_string(),
-        Some(_) => return Expect::Code(6),
+    let version = match text("cniVersion") {
+        Ok(v) => cni::version::normalize(&v).to_string(),
+        Err(()) => return Expect::Code(6),
     };
     let speaks = call.versions.contains(&version.as_str());
     let gate_ok = match cmd.as_str() {
