@@ -154,6 +154,23 @@ fn differential_errors_before_the_link_match_the_reference() {
     w.same_answers_as_the_reference(&cases);
 }
 
+/// CHECK without `master` (ADD took the default route's interface or a chained result's)
+/// goes on to the container interface; the reference looks the empty name up and fails.
+#[test]
+fn check_without_master_goes_on_to_the_link() {
+    let w = world();
+    let prev = json!({"cniVersion": "1.0.0", "interfaces": [{"name": IFNAME, "sandbox": w.ns.path_str()}]});
+    let mut c = w.conf("1.0.0", json!({"master": "", "prevResult": prev}));
+    c.as_object_mut().unwrap().remove("ipam");
+    assert_eq!(
+        w.call("CHECK", &c).failure(999),
+        format!("Container Interface name in prevResult: {IFNAME} not found")
+    );
+    if let Some(theirs) = w.reference("CHECK", &c) {
+        assert_eq!(theirs.failure(999), "failed to lookup master \"\": Link not found");
+    }
+}
+
 /// Without IPAM and nothing to chain, ADD fails before it makes a link (the reference
 /// makes the ipvlan, then fails delegating to an empty IPAM type and leaves it).
 #[test]
