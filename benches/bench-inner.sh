@@ -272,6 +272,8 @@ if section plugins; then
     plain_row "bridge+host-local" "$BRIDGE" bridge
     plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+    # shellcheck source=benches/kind-rows.sh
+    source "$BENCH_DIR/kind-rows.sh"
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================

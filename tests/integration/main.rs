@@ -51,12 +51,14 @@
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
-//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins),
-//! `plugin_state` (links, addresses, routes, sysctls, reservations as comparable values),
-//! `bridge_support` and `portmap_support` (those plugins' test worlds, also used by
-//! `firewall`), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
-//! `tests/corpus/`, `tests/interop/` (the Go clients: a libcni runtime and containerd's
-//! go-cni), `tests/plugins/` (the recording plugin script).
+//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins, the
+//! link kinds a kernel may lack), `plugin_state` (links, addresses, routes, sysctls,
+//! reservations as comparable values), `bridge_support` and `portmap_support` (those
+//! plugins' test worlds, also used by `firewall`), `stacked_support` (the world of the
+//! applets that make one link in the container: ipvlan, vlan, dummy), `fuzz` (the
+//! property/fuzz toolkit). Data stays beside this directory: `tests/corpus/`,
+//! `tests/interop/` (the Go clients: a libcni runtime and containerd's go-cni),
+//! `tests/plugins/` (the recording plugin script).
 //!
 //! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
 //! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
@@ -72,6 +74,7 @@ mod bridge_support;
 mod fuzz;
 mod plugin_state;
 mod portmap_support;
+mod stacked_support;
 
 mod applets;
 mod bandwidth;
@@ -80,6 +83,7 @@ mod chains;
 mod cnitool;
 mod common_keys;
 mod docker;
+mod dummy;
 mod emulated;
 mod firewall;
 mod flannel;
@@ -87,6 +91,7 @@ mod gocni;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;
+mod ipvlan;
 mod loopback;
 mod macvlan;
 mod netlink;
@@ -100,3 +105,5 @@ mod r#static;
 mod sysctl;
 mod tuning;
 mod veth;
+mod vlan;
+mod vrf;

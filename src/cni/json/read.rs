@@ -230,13 +230,24 @@ pub fn opt_uint<T: TryFrom<i64>>(obj: &Fields, key: &str, path: &str) -> Result<
 
 /// A Go `uint64` field: a negative number or a fraction is Go's error for that type.
 pub fn opt_u64(obj: &Fields, key: &str, path: &str) -> Result<Option<u64>, Error> {
-    value_field(obj, key, "uint64", |v| match v {
-        Json::Number(n) => n.as_u64().ok_or_else(|| {
+    opt_unsigned(obj, key, path, "uint64")
+}
+
+/// A Go `uint32` field (a routing table): a negative number, a fraction or one beyond 32
+/// bits is Go's error for that type.
+pub fn opt_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error> {
+    opt_unsigned(obj, key, path, "uint32")
+}
+
+/// A Go unsigned field of type `ty`, whose range is `T`'s.
+fn opt_unsigned<T: TryFrom<u64>>(obj: &Fields, key: &str, path: &str, ty: &str) -> Result<Option<T>, Error> {
+    value_field(obj, key, ty, |v| match v {
+        Json::Number(n) => n.as_u64().and_then(|u| T::try_from(u).ok()).ok_or_else(|| {
             Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path} of type uint64"
+                "json: cannot unmarshal number {n} into Go struct field {path} of type {ty}"
             ))
         }),
-        other => Err(type_error(other, path, "uint64")),
+        other => Err(type_error(other, path, ty)),
     })
 }
 
@@ -404,6 +415,15 @@ mod tests {
             assert_eq!(
                 opt_u64(o, "neg", "B.ingressRate").unwrap_err().msg,
                 "json: cannot unmarshal number -1 into Go struct field B.ingressRate of type uint64"
+            );
+            // a VRF's table, as the reference's vrf answers for -1 and a string
+            assert_eq!(
+                opt_u32(o, "neg", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal number -1 into Go struct field VRFNetConf.table of type uint32"
+            );
+            assert_eq!(
+                opt_u32(o, "i", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal string into Go struct field VRFNetConf.table of type uint32"
             );
             assert_eq!(opt_str(o, "s", "x").unwrap_err().code, 999);
             assert_eq!(

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod emulation;
+pub mod link_kinds;
 pub mod routes;
 pub mod seccomp;
 
@@ -470,6 +471,18 @@ impl CallOutput {
         } else {
             self.json()
         }
+    }
+
+    /// (code, msg) of a failure, (0, "") of a success: to compare two plugins' answers.
+    pub fn answer(&self) -> (u64, String) {
+        if self.ok() {
+            return (0, String::new());
+        }
+        let j = self.json();
+        (
+            j["code"].as_u64().unwrap_or(0),
+            j["msg"].as_str().unwrap_or_default().to_string(),
+        )
     }
 
     /// Assert failure with `code` and return the error message.
