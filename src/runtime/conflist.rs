@@ -209,6 +209,15 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
 }
 
 impl NetworkList {
+    /// Whether a plugin's IPAM section sets host-local's `releaseAfterReboot` to false: the
+    /// network keeps what an earlier boot made, as the reference does, and the runtime keeps
+    /// that boot's cached attachments as well.
+    pub fn keeps_earlier_boots(&self) -> bool {
+        self.plugins
+            .iter()
+            .any(|p| p.raw.get("ipam").and_then(|ipam| ipam.get("releaseAfterReboot")) == Some(&Value::Bool(false)))
+    }
+
     /// Parse a conflist (`NetworkConfFromBytes`). libcni decodes the list into a
     /// `map[string]interface{}` and looks its keys up exactly (`"Name"` is no name there),
     /// which is what serde_json's map does; only the plugin objects are decoded into a

@@ -2,7 +2,7 @@
 //! and temp dir of its own, shared by every case of a test (the two sides run the same cases
 //! in the same order, so their worlds evolve alike). What a case runs: ADD, CHECK with ADD's
 //! result, DEL; what it leaves: the kernel and disk state, as comparable values.
-use crate::common::{self, CallOutput, Netns, TestEnv};
+use crate::common::{self, CallOutput, Netns, PrivateMount, TestEnv};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -80,9 +80,9 @@ impl Side {
         // /run/cni/tuning, firewall's /run/cni/firewall): the side's own /run (with the
         // host's /run/netns in it) and /var/lib stand in for the host's
         let mut call = call
-            .bind("/run/netns", tmp.join("run/netns"))
-            .bind(tmp.join("run"), "/run")
-            .bind(tmp.join("var-lib"), "/var/lib")
+            .mount(PrivateMount::bind_tree(Path::new("/run/netns"), &tmp.join("run/netns")))
+            .mount(PrivateMount::bind_tree(&tmp.join("run"), Path::new("/run")))
+            .mount(PrivateMount::bind_tree(&tmp.join("var-lib"), Path::new("/var/lib")))
             .verb(verb, id, netns, self.applet.ifname)
             .stdin(doc.text());
         if let Some(file) = keys {

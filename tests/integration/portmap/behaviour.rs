@@ -609,14 +609,8 @@ fn plugins_d_example_forwards_a_port_through_cnitool() {
     let _s = Server::start(&ns, 80, "example");
     let caps = json!({"portMappings": [tcp(8080, 80)]}).to_string();
     let tool = |verb: &str| {
-        node.env
-            .tool("cnitool")
-            .args([verb, "cnibox-portmap", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", node.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", node.env.cache_dir.to_str().unwrap())
-            .env("CAP_ARGS", &caps)
-            .run()
+        let call = node.env.cnitool(&conf_dir, verb, "cnibox-portmap", ns.path_str());
+        call.env("CAP_ARGS", &caps).run()
     };
     let r = tool("add").success();
     assert_eq!(r["interfaces"][0]["name"], "cnibox4", "{r}");
