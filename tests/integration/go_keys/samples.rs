@@ -213,6 +213,11 @@ pub const NEWER: &[(&str, &str, &str)] = &[
     ("host-local", "ipam.routes[].priority", "types.Route, cni v1.2"),
     ("host-local", "ipam.routes[].scope", "types.Route, cni v1.2"),
     ("host-local", "ipam.routes[].table", "types.Route, cni v1.2"),
+    (
+        "host-local",
+        "ipam.releaseAfterReboot",
+        "cnibox's own (an earlier boot's reservations)",
+    ),
     ("tuning", "txQLen", "reference v1.3"),
     ("tuning", "args.cni.txQLen", "reference v1.3"),
     ("portmap", "backend", "reference v1.6 (nftables)"),
@@ -498,6 +503,15 @@ pub static HOST_LOCAL: Applet = Applet {
                     "ipam": {"type": "host-local", "subnet": "10.69.0.0/24", "dataDir": "$DATA",
                              "routes": [{"dst": "192.0.2.0/24", "gw": "10.69.0.1", "mtu": 1400, "advmss": 1360,
                                          "priority": 5, "scope": 0, "table": 100}]},
+                }),
+            },
+            Sample {
+                // it shows only after a reboot: its null and mistyped cases are what count
+                name: "keeping an earlier boot's reservations",
+                oracle: Oracle::Cnibox("a key of cnibox's own"),
+                config: json!({
+                    "cniVersion": "1.0.0", "name": "keys",
+                    "ipam": {"type": "host-local", "subnet": "10.69.0.0/24", "dataDir": "$DATA", "releaseAfterReboot": false},
                 }),
             },
         ]
