@@ -24,7 +24,10 @@ pub fn parse_ip_text(s: &str) -> Result<Option<IpAddr>, Error> {
 
 /// A `net.IP` member (`gateway`, `gw`, `rangeStart`, …): absent, `null` and `""` are unset.
 pub fn opt_ip(obj: &Fields, key: &str, path: &str) -> Result<Option<IpAddr>, Error> {
-    parse_ip_text(json::opt_str(obj, key, path)?.unwrap_or(""))
+    let text = json::value_field(obj, key, "net.IP", |v| {
+        v.as_str().ok_or_else(|| json::type_error(v, path, "net.IP"))
+    })?;
+    parse_ip_text(text.unwrap_or(""))
 }
 
 /// Go's `net.ParseCIDR` for an address that keeps its host bits (`10.1.2.2/24`) and the

@@ -60,9 +60,9 @@ fn opt_str<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a st
     Ok(json::opt_str(obj, key, field)?)
 }
 
-/// A list member, its wrong type named `array` as this plugin always has.
-fn opt_array<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a [Json]>, ConfigError> {
-    Ok(json::opt_list(obj, key, field, "array")?)
+/// A slice member of Go type `go_type`, at `path` (Go's `<innermost struct>.<full path>`).
+fn opt_list<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<&'a [Json]>, ConfigError> {
+    Ok(json::opt_list(obj, key, path, go_type)?)
 }
 
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
@@ -79,26 +79,32 @@ pub fn parse_requested(s: &str) -> Result<IpAddr, ConfigError> {
     }
 }
 
-fn parse_requested_list(list: Option<&[Json]>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
+/// `[]*ip.IP` at `path` (`.runtimeConfig.ips`, `IPAMArgs.args.cni.ips`).
+fn requested_list(obj: &Fields, key: &str, path: &str) -> Result<Vec<IpAddr>, ConfigError> {
     let mut out = vec![];
-    for v in list.into_iter().flatten() {
+    for v in opt_list(obj, key, path, "[]*ip.IP")?.into_iter().flatten() {
         match v {
             Json::String(s) => out.push(parse_requested(s)?),
             Json::Null => {}
-            other => return Err(type_error(other, field, "ip.IP")),
+            other => return Err(type_error(other, path, "*ip.IP")),
         }
     }
     Ok(out)
 }
 
-fn parse_range(value: &Json, field: &str) -> Result<RawRange, ConfigError> {
+/// A `Range`'s members at `path` (`ipam.ranges`), Go naming them `Range.<path>.<key>`.
+fn parse_range(value: &Json, path: &str) -> Result<RawRange, ConfigError> {
     if value.as_object().is_none() {
-        return Err(type_error(value, field, "allocator.Range"));
+        return Err(type_error(value, path, "allocator.Range"));
     }
-    parse_range_fields(&json::as_object(value, field)?, field)
+    parse_range_fields(
+        &json::as_object(value, path)?,
+        &format!("Range.{}", path.trim_start_matches('.')),
+    )
 }
 
-/// A `Range`'s members (also those of the IPAM section, which embeds one).
+/// A `Range`'s members, named `<field>.<key>` (also those of the IPAM section, which embeds
+/// one: `IPAMConfig.ipam`).
 fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError> {
     let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
         None => None,
@@ -112,14 +118,24 @@ fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError
     })
 }
 
-/// `[[Range]]`.
-fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+/// `[]allocator.RangeSet` (`[[Range]]`) at `path` (`.runtimeConfig.ipRanges`,
+/// `IPAMConfig.ipam.ranges`: Go names the innermost struct, then the whole path).
+fn range_sets(obj: &Fields, key: &str, path: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+    let range_path = path.split_once('.').map_or(path, |(_, rest)| rest);
     let mut sets = vec![];
-    for set in list.into_iter().flatten() {
+    for set in opt_list(obj, key, path, "[]allocator.RangeSet")?.into_iter().flatten() {
         match set {
-            Json::Array(ranges) => sets.push(ranges.iter().map(|r| parse_range(r, field)).collect::<Result<_, _>>()?),
+            Json::Array(ranges) => sets.push(
+                ranges
+                    .iter()
+                    .map(|r| match r {
+                        Json::Object(_) => parse_range(r, range_path),
+                        other => Err(type_error(other, path, "allocator.Range")),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
             Json::Null => sets.push(vec![]),
-            other => return Err(type_error(other, field, "allocator.RangeSet")),
+            other => return Err(type_error(other, path, "allocator.RangeSet")),
         }
     }
     Ok(sets)
@@ -162,8 +178,9 @@ impl Config {
             "Net.runtimeConfig",
             r#"struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; IPs []*ip.IP "json:\"ips,omitempty\"" }"#,
         )?.unwrap_or_default();
-        let runtime_ranges = parse_range_sets(opt_array(&runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
-        let runtime_ips = parse_requested_list(opt_array(&runtime, "ips", "ips")?, "ips")?;
+        // the anonymous runtimeConfig struct has no name in Go's messages
+        let runtime_ranges = range_sets(&runtime, "ipRanges", ".runtimeConfig.ipRanges")?;
+        let runtime_ips = requested_list(&runtime, "ips", ".runtimeConfig.ips")?;
         let args = json::opt_ptr_object(
             conf,
             "args",
@@ -175,7 +192,7 @@ impl Config {
             .transpose()?
             .flatten()
         {
-            Some(cni) => parse_requested_list(opt_array(&cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
+            Some(cni) => requested_list(&cni, "ips", "IPAMArgs.args.cni.ips")?,
             None => vec![],
         };
         let Some(ipam) = json::opt_ptr_object(conf, "ipam", "Net.ipam", "allocator.IPAMConfig")? else {
@@ -186,18 +203,18 @@ impl Config {
         // JSON tag: any spelling of "name" fills it)
         opt_str(ipam, "type", "IPAMConfig.ipam.type")?;
         opt_str(ipam, "Name", "IPAMConfig.ipam.Name")?;
-        let legacy = parse_range_fields(ipam, "IPAMConfig")?;
-        let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
+        let legacy = parse_range_fields(ipam, "IPAMConfig.ipam")?;
+        let ipam_ranges = range_sets(ipam, "ranges", "IPAMConfig.ipam.ranges")?;
         let routes = crate::ipam::routes::read(ipam)?;
-        let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.dataDir")? {
+        let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.ipam.dataDir")? {
             None | Some("") => PathBuf::from(DEFAULT_DATA_DIR),
             Some(d) => PathBuf::from(d),
         };
-        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?
+        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.ipam.resolvConf")?
             .filter(|s| !s.is_empty())
             .map(String::from);
         let release_after_reboot =
-            json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot")?.unwrap_or(true);
+            json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.ipam.releaseAfterReboot")?.unwrap_or(true);
 
         let mut requested: Vec<IpAddr> = vec![];
         let env_ip = match env_ip {
