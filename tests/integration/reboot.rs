@@ -200,7 +200,7 @@ fn releasing_after_a_reboot_can_be_turned_off_per_network() {
     let msg = hl(2).exec("ADD", "c4", c.path_str(), "eth0", &bad).failure(999);
     assert_eq!(
         msg,
-        "json: cannot unmarshal string into Go struct field IPAMConfig.releaseAfterReboot of type bool"
+        "json: cannot unmarshal string into Go struct field IPAMConfig.ipam.releaseAfterReboot of type bool"
     );
 }
 

@@ -169,7 +169,7 @@ impl Config {
             .unwrap_or(DEFAULT_DATA_DIR);
         let release_after_reboot = ipam
             .as_ref()
-            .and_then(|ipam| json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.releaseAfterReboot").ok())
+            .and_then(|ipam| json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.ipam.releaseAfterReboot").ok())
             .flatten()
             .unwrap_or(true);
         (PathBuf::from(data_dir), name.to_string(), release_after_reboot)
