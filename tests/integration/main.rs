@@ -33,6 +33,11 @@
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
 //!   keys every config shares in `common_keys.rs`.
+//! * **Go's key matching, generated**: `go_keys/` runs every key each plugin applet's code
+//!   reads (the key registry of test builds) in four spellings, `null`, written twice and
+//!   mistyped, through cnibox and the reference. A new config key needs a value in the
+//!   applet's samples (`go_keys/samples.rs`; the coverage test fails without one), and a key
+//!   Debian's 1.1.1 lacks a line in its `NEWER` table.
 //! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
 //!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
 //!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
@@ -87,6 +92,7 @@ mod dummy;
 mod emulated;
 mod firewall;
 mod flannel;
+mod go_keys;
 mod gocni;
 mod host_local;
 mod in_process_chains;

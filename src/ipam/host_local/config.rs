@@ -65,6 +65,21 @@ fn opt_list<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Resul
     Ok(json::opt_list(obj, key, path, go_type)?)
 }
 
+/// A `types.IPNet` member (`subnet`, a route's `dst`): Go runs its `UnmarshalJSON` for each
+/// value written, a `null` too, which reads as "" and fails; absent is unset.
+fn opt_ipnet(obj: &Fields, key: &str, field: &str) -> Result<Option<RawSubnet>, ConfigError> {
+    let mut subnet = None;
+    for v in obj.written(key, "types.IPNet") {
+        let text = match v {
+            Json::Null => "",
+            Json::String(s) => s,
+            other => return Err(type_error(other, field, "string")),
+        };
+        subnet = Some(RawSubnet::parse(text).map_err(|e| err(e.0))?);
+    }
+    Ok(subnet)
+}
+
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
 fn opt_ip(obj: &Fields, key: &str, field: &str) -> Result<Option<IpAddr>, ConfigError> {
     Ok(netaddr::opt_ip(obj, key, field)?)
@@ -106,12 +121,8 @@ fn parse_range(value: &Json, path: &str) -> Result<RawRange, ConfigError> {
 /// A `Range`'s members, named `<field>.<key>` (also those of the IPAM section, which embeds
 /// one: `IPAMConfig.ipam`).
 fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError> {
-    let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
-        None => None,
-        Some(s) => Some(RawSubnet::parse(s).map_err(|e| err(e.0))?),
-    };
     Ok(RawRange {
-        subnet,
+        subnet: opt_ipnet(obj, "subnet", &format!("{field}.subnet"))?,
         range_start: opt_ip(obj, "rangeStart", &format!("{field}.rangeStart"))?,
         range_end: opt_ip(obj, "rangeEnd", &format!("{field}.rangeEnd"))?,
         gateway: opt_ip(obj, "gateway", &format!("{field}.gateway"))?,
@@ -279,6 +290,27 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    /// Regression: `null` for a subnet or a route's `dst` was read as unset (a value field's
+    /// rule), so a subnet written and then `null` kept the subnet; Go runs `types.IPNet`'s
+    /// `UnmarshalJSON` for the `null` too, which parses "" and fails, as the reference does.
+    #[test]
+    fn a_null_subnet_or_dst_is_an_empty_cidr() {
+        let load_text = |text: &str| Config::load(&json::parse(text.as_bytes()).unwrap(), None).map_err(|e| e.0);
+        for text in [
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","SUBNET":null}}"#,
+            r#"{"name":"n","ipam":{"subnet":null,"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#,
+            r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24","Subnet":null}]]}}"#,
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","routes":[{"dst":"0.0.0.0/0","DST":null}]}}"#,
+        ] {
+            assert_eq!(load_text(text).unwrap_err(), "invalid CIDR address: ", "{text}");
+        }
+        // Go decodes each value written in turn: a null before the subnet fails too
+        let c = load_text(r#"{"name":"n","ipam":{"SUBNET":null,"subnet":"10.1.2.0/24"}}"#);
+        assert_eq!(c.unwrap_err(), "invalid CIDR address: ");
+        let c = load_text(r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#).unwrap();
+        assert_eq!(c.ranges.len(), 1);
     }
 
     #[test]

@@ -330,6 +330,12 @@ pub enum PrivateMount {
         from: std::ffi::CString,
         to: std::ffi::CString,
     },
+    /// `from` bind-mounted over `to` with every mount below `from` (a namespace file under
+    /// /run/netns is one).
+    BindTree {
+        from: std::ffi::CString,
+        to: std::ffi::CString,
+    },
     /// A read-only overlay of `upper` over the directory `on`: `on` shows its own
     /// content plus (in front of it) `upper`'s; nothing is written to either.
     Overlay {
@@ -350,6 +356,13 @@ impl PrivateMount {
 
     pub fn bind(from: &Path, to: &str) -> PrivateMount {
         PrivateMount::Bind {
+            from: Self::c(from),
+            to: Self::c(to),
+        }
+    }
+
+    pub fn bind_tree(from: &Path, to: &Path) -> PrivateMount {
+        PrivateMount::BindTree {
             from: Self::c(from),
             to: Self::c(to),
         }
@@ -407,6 +420,13 @@ pub fn with_private_mounts(c: &mut Command, netns: Option<File>, mounts: Vec<Pri
                         to.as_c_str(),
                         None::<&str>,
                         MsFlags::MS_BIND,
+                        None::<&str>,
+                    )?,
+                    PrivateMount::BindTree { from, to } => mount(
+                        Some(from.as_c_str()),
+                        to.as_c_str(),
+                        None::<&str>,
+                        MsFlags::MS_BIND | MsFlags::MS_REC,
                         None::<&str>,
                     )?,
                     PrivateMount::Overlay { on, options } => mount(
