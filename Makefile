@@ -54,9 +54,10 @@ test-deps:
 # tests are one binary (tests/integration, one module per area). Each applet's tests are in
 # the module named after it (`host-local` -> `host_local::`), so the release pass asks the
 # binary for its applets (`cnibox --list`) and adds the applet table's, the chains', go-cni's
-# and Docker's modules; the differential tests (the reference as oracle) ran in the first pass.
+# and Docker's modules and host-local's release after a reboot (which forks its remover);
+# the differential tests (the reference as oracle) ran in the first pass.
 # libtest filters match substrings, so each names its module from the crate root.
-RELEASE_MODULES := applets:: chains:: gocni:: docker::
+RELEASE_MODULES := applets:: chains:: gocni:: docker:: reboot::
 test: test-deps build
 	$(CARGO) test --locked --no-fail-fast -- --test-threads=4
 	CNIBOX_TEST_BIN=$(abspath $(BIN)) $(CARGO) test --locked --no-fail-fast --test integration -- --test-threads=4 \

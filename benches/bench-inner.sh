@@ -280,6 +280,8 @@ if section plugins; then
     plain_row "bridge+host-local" "$BRIDGE" bridge
     plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+    # the notes go under the table, after its last row
+    PLUGIN_NOTES=()
     # host-device: each attachment moves a veth end made for it before the clock starts
     run_hostdev() {  # IMPL TEMPLATE-FILE VERB ID NETNS
         local dev="hd${4//[^0-9a-z]/}" cf="$WORK/hd-$1-$4.json"
@@ -305,8 +307,11 @@ if section plugins; then
     compare "$key" "run_plugin cnibox $a"
     trow "tap+host-local ADD" "$(ms "${MED[$key,0,ADD]}")" "n/a" "$(ms "$FLOOR_ADD")" "n/a"
     trow "tap+host-local DEL" "$(ms "${MED[$key,0,DEL]}")" "n/a" "$(ms "$FLOOR_DEL")" "n/a"
-    tnote "host-device: each attachment moves a veth end made for it before the measured call. tap: Debian's" \
-        "containernetworking-plugins 1.1.1 has no tap plugin, so there is no reference column."
+    PLUGIN_NOTES+=("host-device: each attachment moves a veth end made for it before the measured call. tap: Debian's"
+        "containernetworking-plugins 1.1.1 has no tap plugin, so there is no reference column.")
+    # shellcheck source=benches/kind-rows.sh
+    source "$BENCH_DIR/kind-rows.sh"
+    (( ${#PLUGIN_NOTES[@]} == 0 )) || tnote "${PLUGIN_NOTES[@]}"
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================

@@ -51,6 +51,26 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "ipvlan",
+        summary: "an ipvlan link on a host interface (needs the kernel's ipvlan module)",
+        kind: Kind::Plugin(&crate::plugins::ipvlan::Ipvlan),
+    },
+    Applet {
+        name: "vlan",
+        summary: "an 802.1Q VLAN link on a host interface (needs the kernel's 8021q module)",
+        kind: Kind::Plugin(&crate::plugins::vlan::Vlan),
+    },
+    Applet {
+        name: "dummy",
+        summary: "a dummy link with IPAM addresses (needs the kernel's dummy module)",
+        kind: Kind::Plugin(&crate::plugins::dummy::Dummy),
+    },
+    Applet {
+        name: "vrf",
+        summary: "chained: the container interface into a VRF, its routes into the VRF's table (needs the kernel's vrf module)",
+        kind: Kind::Plugin(&crate::plugins::vrf::Vrf),
+    },
+    Applet {
         name: "host-device",
         summary: "move an existing host link into the container (back on DEL)",
         kind: Kind::Plugin(&crate::plugins::host_device::HostDevice),

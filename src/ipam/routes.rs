@@ -39,10 +39,20 @@ fn route(r: &Json) -> Result<Route, Error> {
         return Err(json::type_error(r, PATH, "types.route"));
     }
     let r = &json::as_object(r, PATH)?;
-    let dst = json::value_field(r, "dst", "types.IPNet", |v| {
-        v.as_str().ok_or_else(|| json::type_error(v, PATH, "string"))
-    })?;
-    let dst = destination(dst.unwrap_or(""))?;
+    // a `types.IPNet`: Go runs its `UnmarshalJSON` for each value written, a `null` too,
+    // which reads as "" and fails
+    let mut dst = None;
+    for v in r.written("dst", "types.IPNet") {
+        match v {
+            Json::Null => dst = Some(destination("")?),
+            Json::String(s) => dst = Some(destination(s)?),
+            other => return Err(json::type_error(other, PATH, "string")),
+        }
+    }
+    let dst = match dst {
+        Some(dst) => dst,
+        None => destination("")?,
+    };
     // `gw` is a `net.IP`: its wrong type is named so, before the text is read
     json::value_field(r, "gw", "net.IP", |v| {
         v.as_str().ok_or_else(|| json::type_error(v, PATH, "net.IP"))

@@ -58,7 +58,7 @@ fn a_fifteen_byte_name_is_sent_with_exactly_one_nul() {
     );
     // the peer's name sits in LINKINFO / INFO_DATA / VETH_INFO_PEER (an ifinfomsg + attrs)
     let info = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_LINKINFO).unwrap();
-    assert_eq!(find(&info, IFLA_INFO_KIND).unwrap(), b"veth\0");
+    assert_eq!(find(&info, IFLA_INFO_KIND).unwrap(), b"veth");
     let data = find(&info, IFLA_INFO_DATA).unwrap();
     let peer = find(data, VETH_INFO_PEER).unwrap();
     assert_eq!(attr_of(peer, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(), b"ponmlkjihgfedcb\0");

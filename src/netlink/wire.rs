@@ -154,6 +154,21 @@ pub(crate) fn as_u32(p: &[u8]) -> Option<u32> {
     bytes::read_host32(p)
 }
 
+pub(crate) fn as_u16(p: &[u8]) -> Option<u16> {
+    Some(u16::from_ne_bytes(p.get(..2)?.try_into().ok()?))
+}
+
+/// A `__be16` payload (an ethertype such as IFLA_VLAN_PROTOCOL): network byte order on
+/// every host, unlike the native-order integers around it.
+pub(crate) fn as_be16(p: &[u8]) -> Option<u16> {
+    Some(u16::from_be_bytes(p.get(..2)?.try_into().ok()?))
+}
+
+/// The payload of a `__be16` attribute (see [`as_be16`]).
+pub(crate) fn be16(v: u16) -> [u8; 2] {
+    v.to_be_bytes()
+}
+
 pub(crate) fn as_u8(p: &[u8]) -> Option<u8> {
     p.first().copied()
 }

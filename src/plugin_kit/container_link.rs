@@ -94,10 +94,17 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
     }
 }
 
-/// The whole DEL of a plugin whose attachment is one container link of `kind` and its IPAM
-/// addresses (macvlan, tap): the link goes ([`delete`], proven by `prev` when given), then
-/// the addresses, so one is never free while still configured. Every step is tried;
-/// anything already gone is success. Needs nothing but the netns and `ipam.type`.
+/// DEL of a plugin whose attachment is one container link of `kind` and the addresses of
+/// its IPAM, if it has one: the link ([`delete`]), then the addresses, once the link is gone
+/// so an address is never free while configured. Every step is attempted; it needs neither
+/// the master nor the netns, and everything already gone is success. The IPAM type is read
+/// even from a config ADD refuses ([`cniconf::del_config`]).
+///
+/// `prev` is what proves the link this attachment's, and one signature serves both kinds
+/// of caller: macvlan, ipvlan, vlan and dummy pass None and delete by name (such a link has
+/// no peer to prove it by once a chained tuning's DEL has put back the MAC from before its
+/// ADD, and an ipvlan's or VLAN's MAC is its master's); tap passes its prevResult, so a
+/// tun/tap device of that name without the MAC ADD reported is another's and stays.
 pub fn delete_with_addresses(
     req: &Request,
     plugin: &'static str,

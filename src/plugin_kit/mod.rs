@@ -6,6 +6,8 @@
 //!   plugin whose attachment is that link and its addresses, the whole DEL).
 //! * [`lower_link`]: a link stacked on a host interface (the "master"): namespaces, master,
 //!   MTU bound, creation in the container.
+//! * [`kernel_support`]: a kernel without the link kind a plugin creates, named with the
+//!   module to load.
 //! * [`ipam_delegation`]: IPAM ADD with release on failure, GC forwarding, the masquerade
 //!   attachment.
 //! * [`rollback`]: undo what a failed ADD did.
@@ -14,6 +16,7 @@ pub mod check_preamble;
 pub mod container_link;
 pub mod iface;
 pub mod ipam_delegation;
+pub mod kernel_support;
 pub mod lower_link;
 pub mod netns_open;
 pub mod rollback;

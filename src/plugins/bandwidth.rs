@@ -233,10 +233,6 @@ fn host_interface(host: &Handle, ns: &Netns, interfaces: &[Interface], ifname: &
     Err(Error::internal("no veth peer of container interface found in host ns"))
 }
 
-fn open_netns(path: &str) -> Result<Netns, Error> {
-    netns_open::open(path).map_err(|e| e.context(format!("failed to open netns {path:?}")))
-}
-
 impl Plugin for Bandwidth {
     fn about(&self) -> &'static str {
         "CNI bandwidth plugin from cnibox"
@@ -258,7 +254,7 @@ impl Plugin for Bandwidth {
         };
         // both buckets first: one the kernel cannot hold fails before anything changes
         let (ingress, egress) = limits.buckets(clock()?)?;
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &result.interfaces, &req.ifname)?;
         let mut rollback = Rollback::new();
@@ -334,7 +330,7 @@ impl Plugin for Bandwidth {
         let Some(prev) = prev_result(req)? else {
             return Err(Error::internal("must be called as a chained plugin"));
         };
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &prev.interfaces, &req.ifname)?;
         let Some(limits) = limits.filter(|l| !l.is_zero()) else {

@@ -5,9 +5,11 @@
 //! and the files a new applet touches, is docs/architecture.md.
 pub mod bandwidth;
 pub mod bridge;
+pub mod dummy;
 pub mod firewall;
 pub mod flannel;
 pub mod host_device;
+pub mod ipvlan;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
@@ -15,3 +17,5 @@ pub mod sbr;
 pub mod tap;
 pub mod tuning;
 pub mod veth;
+pub mod vlan;
+pub mod vrf;

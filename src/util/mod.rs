@@ -2,7 +2,9 @@
 pub mod argv;
 pub mod atomic;
 pub mod base64;
+pub mod boot;
 pub mod flock;
+pub mod regex;
 pub mod sha512;
 pub mod time;
 

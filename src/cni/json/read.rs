@@ -221,14 +221,7 @@ pub fn opt_ptr_int(obj: &Fields, key: &str, path: &str) -> Result<Option<i64>, E
 /// A `*uint32` field (tap's `owner` and `group`): a whole number that fits 32 bits
 /// unsigned, else Go's error for that type; a `null` written last makes it nil.
 pub fn opt_ptr_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error> {
-    nullable_field(obj, key, "*uint32", |v| match v {
-        Json::Number(n) => n.as_u64().and_then(|u| u32::try_from(u).ok()).ok_or_else(|| {
-            Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path} of type uint32"
-            ))
-        }),
-        other => Err(type_error(other, path, "uint32")),
-    })
+    nullable_field(obj, key, "*uint32", |v| unsigned_of(v, path, "uint32"))
 }
 
 /// A non-negative integer that must fit `T` (MTUs, table ids, indexes).
@@ -243,14 +236,30 @@ pub fn opt_uint<T: TryFrom<i64>>(obj: &Fields, key: &str, path: &str) -> Result<
 
 /// A Go `uint64` field: a negative number or a fraction is Go's error for that type.
 pub fn opt_u64(obj: &Fields, key: &str, path: &str) -> Result<Option<u64>, Error> {
-    value_field(obj, key, "uint64", |v| match v {
-        Json::Number(n) => n.as_u64().ok_or_else(|| {
+    opt_unsigned(obj, key, path, "uint64")
+}
+
+/// A Go `uint32` field (a routing table): a negative number, a fraction or one beyond 32
+/// bits is Go's error for that type.
+pub fn opt_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error> {
+    opt_unsigned(obj, key, path, "uint32")
+}
+
+/// A Go unsigned field of type `ty`, whose range is `T`'s.
+fn opt_unsigned<T: TryFrom<u64>>(obj: &Fields, key: &str, path: &str, ty: &str) -> Result<Option<T>, Error> {
+    value_field(obj, key, ty, |v| unsigned_of(v, path, ty))
+}
+
+/// A JSON number as a Go unsigned integer of type `ty`, whose range is `T`'s.
+fn unsigned_of<T: TryFrom<u64>>(v: &Json, path: &str, ty: &str) -> Result<T, Error> {
+    match v {
+        Json::Number(n) => n.as_u64().and_then(|u| T::try_from(u).ok()).ok_or_else(|| {
             Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path} of type uint64"
+                "json: cannot unmarshal number {n} into Go struct field {path} of type {ty}"
             ))
         }),
-        other => Err(type_error(other, path, "uint64")),
-    })
+        other => Err(type_error(other, path, ty)),
+    }
 }
 
 /// A `[]string`: `null`/absent is `None`, `[]` is `Some(empty)` (the distinction DNS needs);
@@ -440,6 +449,15 @@ mod tests {
             assert_eq!(
                 opt_u64(o, "neg", "B.ingressRate").unwrap_err().msg,
                 "json: cannot unmarshal number -1 into Go struct field B.ingressRate of type uint64"
+            );
+            // a VRF's table, as the reference's vrf answers for -1 and a string
+            assert_eq!(
+                opt_u32(o, "neg", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal number -1 into Go struct field VRFNetConf.table of type uint32"
+            );
+            assert_eq!(
+                opt_u32(o, "i", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal string into Go struct field VRFNetConf.table of type uint32"
             );
             assert_eq!(opt_str(o, "s", "x").unwrap_err().code, 999);
             assert_eq!(

@@ -65,7 +65,7 @@ impl Plugin for HostDevice {
             result.interfaces[0].mac = link.mac.map(|m| m.to_string());
         }
         if let Some(ipam_type) = &conf.keys.ipam_type {
-            ipam_delegation::add_on_interface(ipam_type, req, &mut rollback, &mut result, 0)?;
+            result = iface::with_addresses(result, ipam_delegation::add(ipam_type, req, &mut rollback)?);
             if !conf.dpdk {
                 iface::configure(&spaces.cont_ns, &spaces.cont, &req.ifname, &result)?;
             }
@@ -114,16 +114,12 @@ impl Plugin for HostDevice {
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {
-        match crate::cni::config::ipam_type(&req.config)? {
-            Some(t) => delegate::status(&t, req),
-            None => Ok(()),
-        }
+        ipam_delegation::status(req)
     }
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = crate::cni::config::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 

@@ -15,7 +15,7 @@ mod selinux;
 use crate::cni::config as cniconf;
 use crate::cni::json;
 use crate::cni::netaddr::parse_mac;
-use crate::cni::result::{Dns, Interface};
+use crate::cni::result::Dns;
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Handle, Link, MacAddr};
@@ -115,18 +115,9 @@ impl Plugin for TapPlugin {
         rollback.push(format!("delete tap {}", req.ifname), move || {
             cont_ref.remove_link(index).map(drop).map_err(|e| e.to_string())
         });
-        let mut result = CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![Interface {
-                name: req.ifname.clone(),
-                mac: link.mac.map(|m| m.to_string()),
-                sandbox: Some(req.netns.clone()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let mut result = iface::container_result(req, &link);
         if let Some(ipam_type) = &conf.ipam_type {
-            ipam_delegation::add_on_interface(ipam_type, req, &mut rollback, &mut result, 0)?;
+            result = iface::with_addresses(result, ipam_delegation::add(ipam_type, req, &mut rollback)?);
             // best effort, as in the reference
             if let Err(e) = sysctl::set_in(&ns, &sysctl::ipv4_conf(&req.ifname, "arp_notify"), "1") {
                 eprintln!("cnibox tap: {e}");
@@ -164,16 +155,12 @@ impl Plugin for TapPlugin {
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {
-        match cniconf::ipam_type(&req.config)? {
-            Some(t) => delegate::status(&t, req),
-            None => Ok(()),
-        }
+        ipam_delegation::status(req)
     }
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = cniconf::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 
