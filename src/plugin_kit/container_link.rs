@@ -94,30 +94,21 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
     }
 }
 
-/// DEL of a plugin whose attachment is one container link of `kind` and the addresses of
-/// its IPAM, if it has one: the link ([`delete`]), then the addresses, once the link is gone
-/// so an address is never free while configured. Every step is attempted; it needs neither
-/// the master nor the netns, and everything already gone is success. The IPAM type is read
-/// even from a config ADD refuses ([`cniconf::del_config`]).
-///
-/// `prev` is what proves the link this attachment's, and one signature serves both kinds
-/// of caller: macvlan, ipvlan, vlan and dummy pass None and delete by name (such a link has
-/// no peer to prove it by once a chained tuning's DEL has put back the MAC from before its
-/// ADD, and an ipvlan's or VLAN's MAC is its master's); tap passes its prevResult, so a
-/// tun/tap device of that name without the MAC ADD reported is another's and stays.
-pub fn delete_with_addresses(
-    req: &Request,
-    plugin: &'static str,
-    kind: &str,
-    prev: Option<&CniResult>,
-) -> Result<(), Error> {
+/// DEL of a plugin whose attachment is one container link of `kind` (macvlan, ipvlan,
+/// vlan, dummy, tap) and the addresses of its IPAM, if it has one: the link by name and
+/// kind (it has no peer to prove it by once a chained tuning's DEL has put back the MAC
+/// from before its ADD, and an ipvlan's or VLAN's MAC is its master's), then the addresses,
+/// once the link is gone so an address is never free while configured. Every step is
+/// attempted; it needs neither the master nor the netns, and everything already gone is
+/// success. The IPAM type is read even from a config ADD refuses ([`cniconf::del_config`]).
+pub fn delete_with_addresses(req: &Request, plugin: &'static str, kind: &str) -> Result<(), Error> {
     let ipam_type = cniconf::del_config(
         plugin,
         || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
         || None,
     );
     let mut teardown = Teardown::new(plugin);
-    teardown.step(delete(req, prev, kind));
+    teardown.step(delete(req, None, kind));
     if let Some(t) = &ipam_type {
         teardown.step(delegate::del(t, req));
     }

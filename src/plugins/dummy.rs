@@ -51,7 +51,7 @@ impl Plugin for Dummy {
     /// Everything already gone is success; a config without IPAM has nothing to release
     /// (the reference fails such a DEL every time).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        container_link::delete_with_addresses(req, "dummy", "dummy", None)
+        container_link::delete_with_addresses(req, "dummy", "dummy")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

@@ -103,7 +103,7 @@ impl Plugin for Ipvlan {
     /// Needs neither the master nor the netns (the reference looks the default-route master
     /// up again and fails without one): everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        container_link::delete_with_addresses(req, "ipvlan", "ipvlan", None)
+        container_link::delete_with_addresses(req, "ipvlan", "ipvlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

@@ -96,7 +96,7 @@ impl Plugin for Macvlan {
     /// name: a macvlan has no peer to prove it by once a chained tuning's DEL has put back
     /// the MAC from before its ADD (prevResult reports tuning's).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        container_link::delete_with_addresses(req, "macvlan", "macvlan", None)
+        container_link::delete_with_addresses(req, "macvlan", "macvlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

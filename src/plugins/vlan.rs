@@ -81,7 +81,7 @@ impl Plugin for Vlan {
     /// Needs neither the master nor the netns (the reference looks the master up again and
     /// fails once it is gone): everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        container_link::delete_with_addresses(req, "vlan", "vlan", None)
+        container_link::delete_with_addresses(req, "vlan", "vlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {

@@ -414,8 +414,7 @@ fn status_delegates_to_ipam() {
     );
 }
 
-/// DEL removes only a tun/tap device with the MAC ADD reported; the reference deletes any
-/// link of that name.
+/// DEL removes only a tun/tap device; the reference deletes any link of that name.
 #[test]
 fn del_leaves_a_link_that_is_not_the_tap() {
     for version in ALL_VERSIONS {
@@ -424,15 +423,35 @@ fn del_leaves_a_link_that_is_not_the_tap() {
         w.call("DEL", &w.conf(version, json!({}))).success();
         assert!(w.ns.has_link(IFNAME), "{version}");
     }
-    let w = World::new();
-    let c = w.l2_conf("1.0.0", json!({}));
-    let r = w.call("ADD", &c).success();
-    let mut other = r.clone();
-    other["interfaces"][0]["mac"] = json!("02:00:00:00:00:98");
-    w.call("DEL", &with_prev(&c, &other)).success();
-    assert!(w.ns.has_link(IFNAME));
-    w.call("DEL", &with_prev(&c, &r)).success();
-    w.assert_clean("own tap");
+}
+
+/// A chained tuning that set the MAC puts the tap's own MAC back on DEL, before the tap's
+/// DEL, whose prevResult then reports tuning's MAC. DEL used to prove the tap by that MAC:
+/// it left the device in the container ("not the interface ADD reported") while releasing
+/// its address.
+#[test]
+fn del_removes_the_tap_whose_mac_a_chained_tuning_put_back() {
+    for version in ALL_VERSIONS.iter().filter(|v| has_interfaces(v)) {
+        let w = World::new();
+        let c = w.conf(version, json!({}));
+        let r = w.call("ADD", &c).success();
+        let tuning = json!({
+            "cniVersion": version, "name": NET, "type": "tuning", "mac": "02:00:00:00:00:99",
+            "dataDir": w.env.tmp.path().join("tuning"), "prevResult": r,
+        });
+        let tuning_call = |verb: &str, c: &Value| {
+            w.env
+                .call("tuning")
+                .verb(verb, "ctr1", w.ns.path_str(), IFNAME)
+                .config(c)
+                .run()
+        };
+        let tuned = tuning_call("ADD", &tuning).success();
+        assert_eq!(tuned["interfaces"][0]["mac"], "02:00:00:00:00:99", "{version}");
+        tuning_call("DEL", &with_prev(&tuning, &tuned)).success();
+        w.call("DEL", &with_prev(&c, &tuned)).success();
+        w.assert_clean(version);
+    }
 }
 
 /// DEL in every situation a runtime produces, in every spec version: the shared matrix

@@ -132,11 +132,11 @@ impl Plugin for TapPlugin {
         Ok(result)
     }
 
-    /// Removes the tap (by name, when it is a tun/tap device with the MAC ADD reported),
-    /// then releases IPAM; anything already gone is success.
+    /// Removes the tap (by name, when it is a tun/tap device: not by prevResult's MAC, which
+    /// is a chained tuning's once its DEL has put the tap's own back), then releases IPAM;
+    /// anything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let prev = container_link::prev_result(req, "tap");
-        container_link::delete_with_addresses(req, "tap", "tun", prev.as_ref())
+        container_link::delete_with_addresses(req, "tap", "tun")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
