@@ -42,7 +42,8 @@ macro_rules! per_applet {
     ($test:ident, $run:path) => {
         mod $test {
             per_applet!(@each $run; bridge BRIDGE, veth VETH, macvlan MACVLAN, host_local HOST_LOCAL,
-                        loopback LOOPBACK, tuning TUNING, bandwidth BANDWIDTH, portmap PORTMAP, firewall FIREWALL);
+                        loopback LOOPBACK, tuning TUNING, bandwidth BANDWIDTH, portmap PORTMAP, firewall FIREWALL,
+                        static_ipam STATIC, sbr SBR);
         }
     };
     (@each $run:path; $($name:ident $applet:ident),*) => {

@@ -42,6 +42,8 @@ pub struct StateParts {
     pub nft: bool,
     /// `net.ipv4.conf.<link>.route_localnet` of every host link
     pub route_localnet: bool,
+    /// the policy routing rules of both families in both namespaces
+    pub rules: bool,
     /// directories (with placeholders) whose files are compared, name → content
     pub files: &'static [&'static str],
 }
@@ -54,6 +56,7 @@ const LINKS_ADDRS_ROUTES: StateParts = StateParts {
     iptables: false,
     nft: false,
     route_localnet: false,
+    rules: false,
     files: &[],
 };
 
@@ -227,6 +230,14 @@ pub const NEWER: &[(&str, &str, &str)] = &[
         "dataDir",
         "cnibox's own (the iptables backend's per-attachment records)",
     ),
+    ("static", "ipam.routes[].mtu", "types.Route, cni v1.2"),
+    ("static", "ipam.routes[].advmss", "types.Route, cni v1.2"),
+    ("static", "ipam.routes[].priority", "types.Route, cni v1.2"),
+    ("static", "ipam.routes[].scope", "types.Route, cni v1.2"),
+    ("static", "ipam.routes[].table", "types.Route, cni v1.2"),
+    ("sbr", "table", "reference v1.6"),
+    ("sbr", "gateways", "reference after v1.9.1 (025aca14)"),
+    ("sbr", "addSourceHints", "reference after v1.9.1 (025aca14)"),
 ];
 
 /// The reason `key` of `applet` is in [`NEWER`].
@@ -290,6 +301,7 @@ pub static BRIDGE: Applet = Applet {
         iptables: true,
         nft: true,
         route_localnet: false,
+        rules: false,
         files: &["$DATA/keys"],
     },
     documented: &[VETH_TXQLEN, BRIDGE_L2_CHECK_PASSES],
@@ -372,6 +384,7 @@ pub static VETH: Applet = Applet {
         iptables: true,
         nft: false,
         route_localnet: false,
+        rules: false,
         files: &["$DATA/keys"],
     },
     documented: &[VETH_TXQLEN],
@@ -739,6 +752,148 @@ pub static FIREWALL: Applet = Applet {
                        "firewalldZone": "trusted", "dataDir": "$TMP/firewall"}),
             ),
         }]
+    },
+    records: OnceLock::new(),
+};
+
+const STATIC_REFUSES_A_MASK_NO_PREFIX: Documented = Documented::Instead(
+    "README: static refuses an `Address` whose mask is no prefix (the reference prints the \
+     address as <nil> or with a hex mask)",
+    |o| {
+        let unprintable = o["add"]["result"]["ips"].as_array().is_some_and(|ips| {
+            ips.iter()
+                .any(|ip| !ip["address"].as_str().is_some_and(|a| a.contains('/')))
+        });
+        if unprintable {
+            o["add"] = json!({"code": 1});
+            o["check"] = Value::Null;
+            o["del"] = Value::Null;
+            o.as_object_mut().unwrap().remove("after_add");
+        }
+    },
+);
+
+pub static STATIC: Applet = Applet {
+    name: "static",
+    reference: "static",
+    ifname: "eth0",
+    container: false,
+    earlier: None,
+    share_container: false,
+    host_setup: nothing,
+    // nothing is made: the result is the outcome
+    state: LINKS_ADDRS_ROUTES,
+    documented: &[STATIC_REFUSES_A_MASK_NO_PREFIX],
+    delegated: &[],
+    samples: || {
+        let ipam = |extra: Value| {
+            with(
+                json!({"type": "static", "addresses": [{"address": "10.80.0.2/24"}]}),
+                extra,
+            )
+        };
+        vec![
+            Sample {
+                // the second address is the reference's untagged net.IPNet member, which only
+                // the exact key `Address` fills (any other spelling is `address`, a string)
+                name: "addresses with a gateway and as a net.IPNet, routes, dns",
+                oracle: Oracle::Reference,
+                config: with(
+                    net_conf("static", "@result"),
+                    json!({"ipam": {
+                        "type": "static", "Name": "keys-overwritten",
+                        "addresses": [{"address": "10.80.0.2/24", "gateway": "10.80.0.1", "Version": "4"},
+                                      {"Address": {"IP": "10.81.0.2", "Mask": "////AA=="}}],
+                        "routes": [{"dst": "192.0.2.0/24", "gw": "10.80.0.1"}],
+                        "dns": {"nameservers": ["192.0.2.54"], "domain": "static.example", "search": ["static.example"],
+                                "options": ["ndots:3"]},
+                    }}),
+                ),
+            },
+            Sample {
+                name: "args.cni.ips (they replace the addresses)",
+                oracle: Oracle::Reference,
+                config: with(
+                    minimal("static", "@result"),
+                    json!({"ipam": ipam(json!({})), "args": {"cni": {"ips": ["10.82.0.2/24"]}}}),
+                ),
+            },
+            Sample {
+                name: "runtimeConfig.ips (they replace the addresses)",
+                oracle: Oracle::Reference,
+                config: with(
+                    minimal("static", "@result"),
+                    json!({"ipam": ipam(json!({})), "runtimeConfig": {"ips": ["10.83.0.2/24"]}}),
+                ),
+            },
+            Sample {
+                // printed for 1.1.0 only
+                name: "route attributes",
+                oracle: Oracle::Cnibox("keys v1.1.1's types.Route lacks"),
+                config: with(
+                    minimal("static", "@result"),
+                    json!({"cniVersion": "1.1.0", "ipam": ipam(json!({
+                        "routes": [{"dst": "192.0.2.0/24", "gw": "10.80.0.1", "mtu": 1400, "advmss": 1360,
+                                    "priority": 5, "scope": 0, "table": 100}]}))}),
+                ),
+            },
+        ]
+    },
+    records: OnceLock::new(),
+};
+
+const SBR_DEL_EMPTIES_ITS_TABLES: Documented = Documented::Instead(
+    "README: sbr DEL leaves nothing of ADD's (it also removes the interface's routes in the \
+     tables its rules named; the reference leaves them)",
+    |o| {
+        if let Some(routes) = o
+            .pointer_mut("/after_del/container/routes")
+            .and_then(Value::as_array_mut)
+        {
+            routes.retain(|r| r["table"].is_null() || r["table"] == "main" || r["dev"] != "eth0");
+        }
+    },
+);
+
+pub static SBR: Applet = Applet {
+    name: "sbr",
+    reference: "sbr",
+    ifname: "eth0",
+    container: true,
+    // on-link subnet routes, which the sbr tables copy (ptp's go via the gateway), and room
+    // for another gateway in the subnet
+    earlier: Some(earlier_bridge),
+    // the reference's DEL leaves the tables' routes (documented below), and ADD moves the
+    // interface's routes out of main for good: each case starts from the earlier plugin's ADD
+    share_container: false,
+    host_setup: nothing,
+    state: StateParts {
+        rules: true,
+        ..LINKS_ADDRS_ROUTES
+    },
+    documented: &[SBR_DEL_EMPTIES_ITS_TABLES],
+    delegated: &[],
+    samples: || {
+        vec![
+            Sample {
+                name: "a table per address",
+                oracle: Oracle::Reference,
+                config: net_conf("sbr", "@prev"),
+            },
+            Sample {
+                name: "a given table (rules only)",
+                oracle: Oracle::Cnibox("keys v1.1.1 lacks"),
+                config: with(minimal("sbr", "@prev"), json!({"table": 150})),
+            },
+            Sample {
+                name: "a given gateway, the subnet route kept in main with a source hint",
+                oracle: Oracle::Cnibox("keys v1.1.1 lacks"),
+                config: with(
+                    minimal("sbr", "@prev"),
+                    json!({"gateways": ["10.71.0.254"], "addSourceHints": true}),
+                ),
+            },
+        ]
     },
     records: OnceLock::new(),
 };
