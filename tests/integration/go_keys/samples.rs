@@ -179,6 +179,11 @@ pub struct Applet {
     /// for a chained applet) instead of making their own: each case's DEL, or the clean-up
     /// DEL after a refused ADD, undoes what the case made.
     pub share_container: bool,
+    /// The kernel module the applet's link kind needs, which a kernel may lack (this one has
+    /// no `8021q`, `ipvlan` or `vrf`): ADD cannot succeed on either side without it, so only
+    /// codes are compared (no spelling test), and a code case where both sides fail for want
+    /// of the module says nothing about decoding and is left out (counted).
+    pub module: Option<&'static str>,
     /// Run once in each side's world before any call.
     pub host_setup: fn(&TestEnv),
     pub state: StateParts,
@@ -235,6 +240,8 @@ pub const NEWER: &[(&str, &str, &str)] = &[
     ("static", "ipam.routes[].priority", "types.Route, cni v1.2"),
     ("static", "ipam.routes[].scope", "types.Route, cni v1.2"),
     ("static", "ipam.routes[].table", "types.Route, cni v1.2"),
+    ("vlan", "linkInContainer", "reference v1.3"),
+    ("ipvlan", "linkInContainer", "reference v1.3"),
     ("sbr", "table", "reference v1.6"),
     ("sbr", "gateways", "reference after v1.9.1 (025aca14)"),
     ("sbr", "addSourceHints", "reference after v1.9.1 (025aca14)"),
@@ -289,6 +296,7 @@ pub static BRIDGE: Applet = Applet {
     container: true,
     earlier: None,
     share_container: true,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         host_sysctls: &["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"],
@@ -376,6 +384,7 @@ pub static VETH: Applet = Applet {
     container: true,
     earlier: None,
     share_container: true,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         host_sysctls: &["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"],
@@ -405,6 +414,14 @@ pub static VETH: Applet = Applet {
 /// macvlan's master in the host namespace, and its peer.
 const MASTER: &str = "keysm0";
 
+/// [`MASTER`] and its peer, up.
+fn master_veth(env: &TestEnv) {
+    env.host
+        .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "keysm1"]);
+    env.host.ip(&["link", "set", MASTER, "up"]);
+    env.host.ip(&["link", "set", "keysm1", "up"]);
+}
+
 pub static MACVLAN: Applet = Applet {
     name: "macvlan",
     reference: "macvlan",
@@ -412,12 +429,8 @@ pub static MACVLAN: Applet = Applet {
     container: true,
     earlier: None,
     share_container: true,
-    host_setup: |env| {
-        env.host
-            .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "keysm1"]);
-        env.host.ip(&["link", "set", MASTER, "up"]);
-        env.host.ip(&["link", "set", "keysm1", "up"]);
-    },
+    module: None,
+    host_setup: master_veth,
     state: StateParts {
         files: &["$DATA/keys"],
         ..LINKS_ADDRS_ROUTES
@@ -471,6 +484,7 @@ pub static HOST_LOCAL: Applet = Applet {
     container: false,
     earlier: None,
     share_container: false,
+    module: None,
     host_setup: |env| {
         std::fs::write(
             env.tmp.path().join("resolv.conf"),
@@ -539,6 +553,7 @@ pub static LOOPBACK: Applet = Applet {
     container: true,
     earlier: None,
     share_container: true,
+    module: None,
     host_setup: nothing,
     state: LINKS_ADDRS_ROUTES,
     documented: &[],
@@ -566,6 +581,7 @@ pub static TUNING: Applet = Applet {
     container: true,
     earlier: Some(earlier_ptp),
     share_container: true,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         container_sysctls: &["net/ipv4/conf/eth0/arp_notify", "net/ipv4/conf/eth0/arp_ignore"],
@@ -635,6 +651,7 @@ pub static BANDWIDTH: Applet = Applet {
     // the reference's DEL leaves the host veth's qdiscs (documented below): the next ADD
     // on that veth would fail
     share_container: false,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         tc: true,
@@ -676,6 +693,7 @@ pub static PORTMAP: Applet = Applet {
     container: true,
     earlier: Some(earlier_ptp),
     share_container: true,
+    module: None,
     host_setup: |env| {
         for tool in ["iptables", "ip6tables"] {
             run_ok(env.host.command(tool).args(["-w", "-t", "nat", "-N", MARK_CHAIN]));
@@ -735,6 +753,7 @@ pub static FIREWALL: Applet = Applet {
     container: true,
     earlier: Some(earlier_bridge),
     share_container: true,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         iptables: true,
@@ -780,6 +799,7 @@ pub static STATIC: Applet = Applet {
     container: false,
     earlier: None,
     share_container: false,
+    module: None,
     host_setup: nothing,
     // nothing is made: the result is the outcome
     state: LINKS_ADDRS_ROUTES,
@@ -866,6 +886,7 @@ pub static SBR: Applet = Applet {
     // the reference's DEL leaves the tables' routes (documented below), and ADD moves the
     // interface's routes out of main for good: each case starts from the earlier plugin's ADD
     share_container: false,
+    module: None,
     host_setup: nothing,
     state: StateParts {
         rules: true,
@@ -894,6 +915,82 @@ pub static SBR: Applet = Applet {
                 ),
             },
         ]
+    },
+    records: OnceLock::new(),
+};
+
+/// A link on [`MASTER`] with a host-local address: vlan's and ipvlan's samples.
+fn on_master(plugin_type: &str, extra: Value) -> Vec<Sample> {
+    let ipam = json!({"master": MASTER, "ipam": host_local("10.66.0.0/24")});
+    vec![
+        Sample {
+            name: "master, MTU, IPAM",
+            oracle: Oracle::Reference,
+            config: with(with(net_conf(plugin_type, "@result"), ipam.clone()), extra),
+        },
+        Sample {
+            name: "master in the container (there is none there)",
+            oracle: Oracle::Cnibox("keys v1.1.1 lacks"),
+            config: with(
+                with(minimal(plugin_type, "@result"), ipam),
+                json!({"linkInContainer": true}),
+            ),
+        },
+    ]
+}
+
+pub static VLAN: Applet = Applet {
+    name: "vlan",
+    reference: "vlan",
+    ifname: "eth0",
+    container: true,
+    earlier: None,
+    share_container: true,
+    module: Some("8021q"),
+    host_setup: master_veth,
+    state: LINKS_ADDRS_ROUTES,
+    documented: &[],
+    // read by host-local in DEL (ADD never gets as far)
+    delegated: &[HOST_LOCAL_IPAM, "runtimeConfig", "args"],
+    samples: || on_master("vlan", json!({"vlanId": 5, "mtu": 1400})),
+    records: OnceLock::new(),
+};
+
+pub static IPVLAN: Applet = Applet {
+    name: "ipvlan",
+    reference: "ipvlan",
+    ifname: "eth0",
+    container: true,
+    earlier: None,
+    share_container: true,
+    module: Some("ipvlan"),
+    host_setup: master_veth,
+    state: LINKS_ADDRS_ROUTES,
+    documented: &[],
+    // read by host-local in DEL (ADD never gets as far)
+    delegated: &[HOST_LOCAL_IPAM, "runtimeConfig", "args"],
+    samples: || on_master("ipvlan", json!({"mode": "l3", "mtu": 1400})),
+    records: OnceLock::new(),
+};
+
+pub static VRF: Applet = Applet {
+    name: "vrf",
+    reference: "vrf",
+    ifname: "eth0",
+    container: true,
+    earlier: Some(earlier_ptp),
+    share_container: true,
+    module: Some("vrf"),
+    host_setup: nothing,
+    state: LINKS_ADDRS_ROUTES,
+    documented: &[],
+    delegated: &[],
+    samples: || {
+        vec![Sample {
+            name: "a VRF with its table",
+            oracle: Oracle::Reference,
+            config: with(net_conf("vrf", "@prev"), json!({"vrfname": "keysvrf", "table": 7})),
+        }]
     },
     records: OnceLock::new(),
 };
