@@ -232,6 +232,8 @@ if section plugins; then
         make_containers "$N"
         for ((i = 1; i <= N; i++)); do
             c=${CTRS[i-1]}
+            # host-device moves a link that exists: made before the clock starts
+            [ "$kind" != host-device ] || ip link add "fl$i" type veth peer name "fl${i}p"
             stamp t0
             case $kind in
             bridge)
@@ -243,6 +245,11 @@ if section plugins; then
             macvlan)
                 printf 'link add link mvmaster name fl%s netns %s type macvlan mode bridge\n' "$i" "$c" | ip -batch -
                 printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
+            host-device)
+                printf 'link set fl%s netns %s name eth0\n' "$i" "$c" | ip -batch -
+                printf 'addr add 10.80.0.%s/24 dev eth0\nlink set eth0 up\n' "$((i+1))" | ip -n "$c" -batch - ;;
+            tap)
+                printf 'tuntap add mode tap name eth0\naddr add 10.81.0.%s/24 dev eth0\nlink set eth0 up\n' "$((i+1))" | ip -n "$c" -batch - ;;
             esac
             stamp t1; echo $((t1 - t0)) >> fadd
         done
@@ -250,7 +257,8 @@ if section plugins; then
             c=${CTRS[i-1]}
             stamp t0
             case $kind in
-            macvlan) ip -n "$c" link del eth0 ;;
+            macvlan|tap) ip -n "$c" link del eth0 ;;
+            host-device) ip -n "$c" link set eth0 netns "$HOSTNS" name "fl$i" ;;
             *) ip link del "fl$i" ;;
             esac
             stamp t1; echo $((t1 - t0)) >> fdel
@@ -272,8 +280,38 @@ if section plugins; then
     plain_row "bridge+host-local" "$BRIDGE" bridge
     plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+    # the notes go under the table, after its last row
+    PLUGIN_NOTES=()
+    # host-device: each attachment moves a veth end made for it before the clock starts
+    run_hostdev() {  # IMPL TEMPLATE-FILE VERB ID NETNS
+        local dev="hd${4//[^0-9a-z]/}" cf="$WORK/hd-$1-$4.json"
+        if [ "$3" = ADD ]; then
+            ip link add "$dev" type veth peer name "${dev}p"; ip link set "$dev" up
+            sed "s/@DEV@/$dev/" "$2" > "$cf"
+        fi
+        run_plugin "$1" "$cf" "$3" "$4" "$5"
+    }
+    key="p$((++ROW_NO))"; a="$WORK/p$ROW_NO-cnibox.json"; b="$WORK/p$ROW_NO-reference.json"
+    HOSTDEV='{"cniVersion":"1.0.0","name":"@NET@","type":"host-device","device":"@DEV@","dataDir":"@DATA@/host-device",'$IPAM'}'
+    instantiate "$HOSTDEV" > "$a"; instantiate "$HOSTDEV" > "$b"
+    say "host-device+host-local"
+    floor host-device
+    compare "$key" "run_hostdev cnibox $a" "run_hostdev reference $b"
+    trow "host-device+host-local ADD" "$(ms "${MED[$key,0,ADD]}")" "$(ms "${MED[$key,1,ADD]}")" "$(ms "$FLOOR_ADD")" "${RAT[$key,1,ADD]}"
+    trow "host-device+host-local DEL" "$(ms "${MED[$key,0,DEL]}")" "$(ms "${MED[$key,1,DEL]}")" "$(ms "$FLOOR_DEL")" "${RAT[$key,1,DEL]}"
+    # tap: Debian ships no tap plugin, so cnibox stands beside the floor alone
+    key="p$((++ROW_NO))"; a="$WORK/p$ROW_NO-cnibox.json"
+    instantiate '{"cniVersion":"1.0.0","name":"@NET@","type":"tap",'$IPAM'}' > "$a"
+    say "tap+host-local"
+    floor tap
+    compare "$key" "run_plugin cnibox $a"
+    trow "tap+host-local ADD" "$(ms "${MED[$key,0,ADD]}")" "n/a" "$(ms "$FLOOR_ADD")" "n/a"
+    trow "tap+host-local DEL" "$(ms "${MED[$key,0,DEL]}")" "n/a" "$(ms "$FLOOR_DEL")" "n/a"
+    PLUGIN_NOTES+=("host-device: each attachment moves a veth end made for it before the measured call. tap: Debian's"
+        "containernetworking-plugins 1.1.1 has no tap plugin, so there is no reference column.")
     # shellcheck source=benches/kind-rows.sh
     source "$BENCH_DIR/kind-rows.sh"
+    (( ${#PLUGIN_NOTES[@]} == 0 )) || tnote "${PLUGIN_NOTES[@]}"
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================

@@ -51,6 +51,9 @@ pub struct Link {
     pub txqlen: u32,
     /// All ifi_flags bits, for anything not broken out above.
     pub flags: u32,
+    /// IFLA_IFALIAS, the free-form description (`ip link set … alias …`); None when unset
+    /// or empty.
+    pub alias: Option<String>,
 }
 
 impl Link {
@@ -314,6 +317,34 @@ impl<T: Transport> Handle<T> {
         self.set_attr(&op, link, wire::IFLA_NET_NS_FD, netns.as_raw_fd() as u32)
     }
 
+    /// Moves the link with index `index` into `netns` and names it `name` there, in one
+    /// request (`ip link set … netns … name …`): the kernel moves it first, under `name`
+    /// when its own name is taken there, then renames it. A failed rename leaves it moved
+    /// under its old name. The link never carries `name` in this namespace.
+    pub fn move_and_rename(&self, index: u32, netns: &Netns, name: &str) -> Result<()> {
+        let link = LinkRef::Index(index);
+        let op = Op::new(
+            format!("move to netns {} as {name}", netns.path().display()),
+            link.to_string(),
+        );
+        let (b, mut a) = link_msg(&op, link, wire::AF_UNSPEC)?;
+        a.push(attr(wire::IFLA_NET_NS_FD, netns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
+        a.push(attr(wire::IFLA_IFNAME, name).map_err(|e| op.encode(e))?);
+        self.modify(&op, wire::RTM_NEWLINK, 0, finish(&op, b, a)?)
+    }
+
+    /// Sets the link's alias (IFLA_IFALIAS); `""` removes it. Sent without a NUL, as `ip`
+    /// and Go's netlink send it, so an empty one is a zero-length attribute, which the kernel
+    /// takes as "no alias".
+    pub fn set_alias<'a>(&self, link: impl Into<LinkRef<'a>>, alias: &str) -> Result<()> {
+        let link = link.into();
+        let op = match alias {
+            "" => Op::new("remove alias of", link.to_string()),
+            a => Op::new(format!("set alias {a} of"), link.to_string()),
+        };
+        self.set_attr(&op, link, wire::IFLA_IFALIAS, Buffer::from(alias.as_bytes().to_vec()))
+    }
+
     fn set_attr(&self, op: &Op, link: LinkRef<'_>, ty: u16, value: impl neli::Size + neli::ToBytes) -> Result<()> {
         let (b, mut a) = link_msg(op, link, wire::AF_UNSPEC)?;
         a.push(attr(ty, value).map_err(|e| op.encode(e))?);
@@ -363,6 +394,7 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
         allmulti: flags & IFF_ALLMULTI != 0,
         txqlen: 0,
         flags,
+        alias: None,
     };
     for a in msg.rtattrs().iter() {
         let p = a.rta_payload().as_ref();
@@ -376,6 +408,7 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
             wire::IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|n| n as i32),
             wire::IFLA_OPERSTATE => link.oper_state = OperState::from_raw(wire::as_u8(p).unwrap_or(0)),
             wire::IFLA_LINKINFO => decode_linkinfo(p, &mut link),
+            wire::IFLA_IFALIAS => link.alias = Some(wire::as_string(p)).filter(|a| !a.is_empty()),
             _ => {}
         }
     }

@@ -50,7 +50,9 @@ pub use create::{BridgeSpec, IfbSpec, LinkSpec, MacvlanSpec, VethError, VethSpec
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
-pub use link_kind::{BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, VlanData, VlanProtocol, VrfData};
+pub use link_kind::{
+    BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, TunData, VlanData, VlanProtocol, VrfData,
+};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
 pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use rule::{RuleInfo, SourceRule};

@@ -25,6 +25,7 @@ fn link(index: u32, name: &str) -> Link {
         allmulti: false,
         txqlen: 0,
         flags: 0,
+        alias: None,
     }
 }
 
@@ -752,6 +753,47 @@ fn a_random_host_name_clash_is_retried_and_a_peer_clash_is_typed() {
     }
     let e = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap_err();
     assert!(matches!(e, VethError::NoUniqueName { attempts: 10 }), "{e:?}");
+}
+
+#[test]
+fn an_alias_is_sent_without_a_nul_and_an_empty_one_is_zero_length() {
+    let h = handle();
+    h.transport().push_ack();
+    h.transport().push_ack();
+    h.set_alias(7, "ens5").unwrap();
+    h.set_alias(7, "").unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(attr_of(&reqs[0].payload, IFINFOMSG_LEN, IFLA_IFALIAS).unwrap(), b"ens5");
+    assert_eq!(attr_of(&reqs[1].payload, IFINFOMSG_LEN, IFLA_IFALIAS).unwrap(), b"");
+    assert_eq!(reqs[0].kind, RTM_NEWLINK);
+}
+
+#[test]
+fn an_alias_is_decoded_and_an_empty_one_is_none() {
+    let h = handle();
+    let mut l = link(3, "net1");
+    l.alias = Some("ens5".into());
+    h.transport().push_links(&[l]);
+    assert_eq!(h.link(3).unwrap().alias.as_deref(), Some("ens5"));
+    let mut l = link(3, "net1");
+    l.alias = Some(String::new());
+    h.transport().push_links(&[l]);
+    assert_eq!(h.link(3).unwrap().alias, None);
+}
+
+#[test]
+fn move_and_rename_is_one_request_with_the_namespace_and_the_name() {
+    let h = handle();
+    h.transport().push_ack();
+    let ns = crate::netns::Netns::current().unwrap();
+    h.move_and_rename(9, &ns, "net1").unwrap();
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_NEWLINK);
+    let fd = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_NET_NS_FD).unwrap();
+    assert_eq!(fd, (std::os::fd::AsRawFd::as_raw_fd(&ns) as u32).to_ne_bytes());
+    assert_eq!(attr_of(&req.payload, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(), b"net1\0");
+    // addressed by index: the kernel renames only a link selected by index
+    assert_eq!(i32::from_ne_bytes(req.payload[4..8].try_into().unwrap()), 9);
 }
 
 /// A rule as the kernel dumps it: the fib_rule_hdr, then attributes.

@@ -52,6 +52,7 @@ pub(crate) const IFLA_MASTER: u16 = 10;
 pub(crate) const IFLA_PROTINFO: u16 = 12;
 pub(crate) const IFLA_TXQLEN: u16 = 13;
 pub(crate) const IFLA_OPERSTATE: u16 = 16;
+pub(crate) const IFLA_IFALIAS: u16 = 20;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 pub(crate) const IFLA_NET_NS_FD: u16 = 28;

@@ -394,6 +394,7 @@ mod tests {
             allmulti: false,
             txqlen: 0,
             flags: 0,
+            alias: None,
         }
     }
 

@@ -373,6 +373,66 @@ fn move_to_namespace_and_delete() {
     assert!(!c.has_link("vb"), "deleting one veth end removes the peer too");
 }
 
+/// host-device's move: into the container under another name in one request, its alias
+/// read back, cleared, and back out under the first name.
+#[test]
+fn move_and_rename_and_alias() {
+    let h = private_host();
+    let c = common::Netns::new("c");
+    let (cns, ch) = container(&c);
+    h.create_veth(&VethSpec {
+        name: "hd0",
+        peer_name: "hd0p",
+        ..Default::default()
+    })
+    .unwrap();
+    let dev = h.link("hd0").unwrap();
+    assert_eq!(dev.alias, None);
+    h.set_alias(dev.index, "hd0").unwrap();
+    assert_eq!(h.link("hd0").unwrap().alias.as_deref(), Some("hd0"));
+    h.move_and_rename(dev.index, &cns, "net1").unwrap();
+    assert!(h.link_by_name("hd0").unwrap().is_none());
+    let moved = ch.link("net1").unwrap();
+    assert_eq!((moved.alias.as_deref(), moved.mac), (Some("hd0"), dev.mac));
+    assert_eq!(c.ip_json(&["link", "show", "net1"])[0]["ifalias"], "hd0");
+    // the name is taken in the target: the kernel moves the link, then refuses the rename,
+    // and the link is left there under its old name, alias and all (host-device checks
+    // the name first, and its DEL finds such a link by the alias)
+    h.create_veth(&VethSpec {
+        name: "hd0",
+        peer_name: "other0",
+        ..Default::default()
+    })
+    .unwrap();
+    let e = ch
+        .move_and_rename(moved.index, &Netns::current().unwrap(), "hd0")
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    assert!(ch.link_by_name("net1").unwrap().is_none());
+    let half = h.link("net1").unwrap();
+    assert_eq!((half.alias.as_deref(), half.mac), (Some("hd0"), dev.mac));
+    h.delete_link("hd0").unwrap();
+    h.set_name(half.index, "hd0").unwrap();
+    let back = h.link("hd0").unwrap();
+    h.set_alias(back.index, "").unwrap();
+    assert_eq!(h.link("hd0").unwrap().alias, None);
+    assert_eq!(link_json("hd0").get("ifalias"), None);
+}
+
+/// A tap made by `ip tuntap` decodes as `LinkKind::Tun` with its data.
+#[test]
+fn a_tap_decodes_with_its_tun_data() {
+    let h = private_host();
+    common::run_ok(Command::new("ip").args(["tuntap", "add", "mode", "tap", "name", "t0", "multi_queue", "user", "7"]));
+    let l = h.link("t0").unwrap();
+    let Some(LinkKind::Tun(t)) = l.kind else {
+        panic!("not a tun: {l:?}");
+    };
+    assert!(t.tap && t.persist && t.multi_queue && !t.pi && !t.vnet_hdr, "{t:?}");
+    assert_eq!((t.owner, t.group), (Some(7), None));
+    assert_eq!(l.kind_name(), Some("tun"));
+}
+
 #[test]
 fn deleting_a_missing_link_is_not_found() {
     let h = private_host();
