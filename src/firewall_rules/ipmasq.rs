@@ -12,6 +12,10 @@
 //!   network and a chain `CNI-<hash(network/ID/ifname)>` to every further one, whose rules'
 //!   comment names the interface too (see [`shared_chain`](super::shared_chain)).
 //!
+//! cnibox also keeps an index of the attachments that have nftables rules (a set in the same
+//! table, see the shape), so an ADD reads `masq_checks` only when its attachment already
+//! has rules there; DEL and GC still read the chain, to find the reference's rules too.
+//!
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules; addresses only tell whether a
@@ -121,7 +125,15 @@ pub fn teardown(att: Attachment, this: &Interface) -> Result<(), Error> {
             errors.push(e.to_string());
         }
     }
-    if let Err(e) = nft_delete_matching(&instance_hash(att), |_| true) {
+    let key = index_key(att);
+    let indexed = |nft: &Nftables| {
+        Ok(if shape::is_indexed(nft, &key)? {
+            vec![key]
+        } else {
+            vec![]
+        })
+    };
+    if let Err(e) = nft_delete_matching(&instance_hash(att), |_| true, indexed) {
         errors.push(e.to_string());
     }
     if errors.is_empty() {
@@ -139,17 +151,29 @@ pub fn undo_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 /// Remove the nftables rules of `network` whose attachment is not in `valid`
 /// ((container ID, ifname) pairs). The iptables layout cannot be attributed to a network.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    let keep: Vec<String> = valid
+    let valid: Vec<Attachment> = valid
         .iter()
-        .map(|(cid, ifname)| {
-            comment(Attachment {
-                network,
-                ifname,
-                container_id: cid,
-            })
+        .map(|(cid, ifname)| Attachment {
+            network,
+            ifname,
+            container_id: cid,
         })
         .collect();
-    nft_delete_matching(&hash16(network), |c| !keep.iter().any(|k| k == c))
+    let keep: Vec<String> = valid.iter().map(|a| comment(*a)).collect();
+    let keep_keys: Vec<shape::AttachmentKey> = valid.iter().map(|a| index_key(*a)).collect();
+    // the network's half of every key of the network
+    let network_half = index_key(Attachment {
+        network,
+        ifname: "",
+        container_id: "",
+    });
+    let stale = |nft: &Nftables| {
+        Ok(shape::indexed(nft)?
+            .into_iter()
+            .filter(|k| k[..8] == network_half[..8] && !keep_keys.contains(k))
+            .collect())
+    };
+    nft_delete_matching(&hash16(network), |c| !keep.iter().any(|k| k == c), stale)
 }
 
 fn hash_hex(input: &str, len: usize) -> String {
@@ -198,6 +222,10 @@ enum NftFailure {
     Failed(Error),
 }
 
+/// The attachment's rules, after the layout where it is missing. Its stale rules (an ADD
+/// repeated without a DEL in between) are looked for only when the index says the
+/// attachment has rules: reading all of `masq_checks` on every ADD was the part of an ADD
+/// that grew with the node.
 fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     let op = "set up nftables masquerade";
     let failed = |e: crate::netlink::Error| {
@@ -209,6 +237,7 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     };
     let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
+    let key = index_key(att);
     let c = comment(att);
     nft.commit_planned(
         ATTEMPTS,
@@ -216,11 +245,21 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
             let now = shape::state(nft).map_err(failed)?;
             let mut tx = Transaction::new();
             tx.declare(&shape::layout(), &now);
-            for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
-                shape::delete(&mut tx, *handle);
+            let indexed = shape::is_indexed(nft, &key).map_err(failed)?;
+            if indexed {
+                for (handle, _) in shape::rules(nft)
+                    .map_err(failed)?
+                    .iter()
+                    .filter(|(_, c)| c.starts_with(&prefix))
+                {
+                    shape::delete(&mut tx, *handle);
+                }
             }
             for a in addrs {
                 shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
+            }
+            if !indexed {
+                shape::index(&mut tx, &key);
             }
             Ok(tx)
         },
@@ -228,8 +267,13 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     )
 }
 
-/// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
-fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
+/// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`,
+/// and the index's elements `stale_keys` names, in one transaction.
+fn nft_delete_matching(
+    prefix: &str,
+    also: impl Fn(&str) -> bool,
+    stale_keys: impl Fn(&Nftables) -> crate::netlink::Result<Vec<shape::AttachmentKey>>,
+) -> Result<(), Error> {
     let op = "delete nftables masquerade rules";
     let nft = match Nftables::shared() {
         Ok(n) => n,
@@ -245,10 +289,24 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
                     shape::delete(&mut tx, h);
                 }
             }
+            for key in stale_keys(nft).map_err(|e| err(op, e))? {
+                shape::unindex(&mut tx, &key);
+            }
             Ok(tx)
         },
         |e| err(op, e),
     )
+}
+
+/// The attachment's key in the index: the 16 bytes its comment's hash spells in hex.
+fn index_key(att: Attachment) -> shape::AttachmentKey {
+    let mut key = [0u8; 16];
+    let hex: Vec<u8> = instance_hash(att).bytes().filter(|b| *b != b'-').collect();
+    for (k, pair) in key.iter_mut().zip(hex.chunks(2)) {
+        let digit = |b: u8| (b as char).to_digit(16).expect("sha512 hex") as u8;
+        *k = digit(pair[0]) << 4 | digit(pair[1]);
+    }
+    key
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it: the

@@ -129,6 +129,18 @@ pub(crate) fn attrs(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     })
 }
 
+/// One attribute in bytes: length, type, payload, padding to 4 bytes (for messages neli
+/// has no type for).
+pub(crate) fn raw_attr(ty: u16, payload: &[u8]) -> Vec<u8> {
+    let mut a = ((4 + payload.len()) as u16).to_ne_bytes().to_vec();
+    a.extend(ty.to_ne_bytes());
+    a.extend(payload);
+    while a.len() % 4 != 0 {
+        a.push(0);
+    }
+    a
+}
+
 pub(crate) fn find(bytes: &[u8], ty: u16) -> Option<&[u8]> {
     attrs(bytes).find(|(t, _)| *t == ty).map(|(_, p)| p)
 }

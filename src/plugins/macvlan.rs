@@ -5,7 +5,7 @@ use crate::cni::json;
 use crate::cni::result::{Dns, Interface};
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
+use crate::netlink::{Ipv4Conf, Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
 use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::teardown::Teardown;
@@ -114,14 +114,14 @@ impl Plugin for Macvlan {
                 for ip in &mut result.ips {
                     ip.interface = Some(0);
                 }
-                // Announce the (possibly reused) address at once; best effort as in the reference.
-                for key in [
-                    sysctl::ipv4_conf(&req.ifname, "arp_notify"),
-                    sysctl::ipv6_conf(&req.ifname, "ndisc_notify"),
-                ] {
-                    if let Err(e) = sysctl::set_in(&spaces.ns, &key, "1") {
-                        eprintln!("cnibox macvlan: {e}");
-                    }
+                // Announce the (possibly reused) address at once; best effort as in the
+                // reference. ndisc_notify is an IPv6 device setting, which the kernel sets
+                // only through /proc/sys.
+                if let Err(e) = cont.set_ipv4_conf(index, &[(Ipv4Conf::ArpNotify, 1)]) {
+                    eprintln!("cnibox macvlan: {e}");
+                }
+                if let Err(e) = sysctl::set_in(&spaces.ns, &sysctl::ipv6_conf(&req.ifname, "ndisc_notify"), "1") {
+                    eprintln!("cnibox macvlan: {e}");
                 }
                 // A macvlan shares a real L2 segment: keep DAD (configure waits for it).
                 iface::configure(&spaces.ns, cont, &req.ifname, &result)?;

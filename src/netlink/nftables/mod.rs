@@ -45,7 +45,9 @@ mod wire;
 
 pub use expr::{Expr, Verdict};
 pub use layout::{commented, Layout, TableState};
-pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
+pub use objects::{
+    priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Set, SetKey, Table,
+};
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
 use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP};
@@ -240,29 +242,85 @@ impl Nftables {
         self.dump_rules(family, table, None)
     }
 
+    /// The names of a table's sets (none without the table).
+    pub fn sets(&self, family: Family, table: &str) -> Result<Vec<String>> {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_SET_TABLE, table);
+        let msgs = self.dump("list sets", format!("{family} {table}"), NFT_MSG_GETSET, family, &a)?;
+        Ok(msgs.iter().filter_map(|m| objects::decode_set_name(&m.attrs)).collect())
+    }
+
+    /// Whether the set holds `key`: one lookup in the set, whatever its size (false when
+    /// the table or the set does not exist).
+    pub fn has_element(&self, family: Family, table: &str, set: &str, key: &[u8]) -> Result<bool> {
+        let a = objects::element_attrs(table, set, key);
+        match self.sock.request(
+            "get element",
+            &format!("{family} {table} {set}"),
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETSETELEM),
+            0,
+            family as u8,
+            0,
+            a.as_bytes(),
+        ) {
+            Ok(msgs) => Ok(msgs
+                .iter()
+                .any(|m| objects::decode_element_keys(&m.attrs).iter().any(|k| k == key))),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every key of a set (none without the table or the set).
+    pub fn elements(&self, family: Family, table: &str, set: &str) -> Result<Vec<Vec<u8>>> {
+        let a = objects::element_location(table, set);
+        let msgs = self.dump(
+            "list elements",
+            format!("{family} {table} {set}"),
+            NFT_MSG_GETSETELEM,
+            family,
+            &a,
+        )?;
+        Ok(msgs
+            .iter()
+            .flat_map(|m| objects::decode_element_keys(&m.attrs))
+            .collect())
+    }
+
+    /// A dump of `family`'s objects of one kind, filtered by `attrs`; nothing when what it
+    /// is filtered by (the table, the chain, the set) does not exist.
+    fn dump(
+        &self,
+        op: &str,
+        object: String,
+        msg: u8,
+        family: Family,
+        attrs: &crate::netlink::netfilter::Attrs,
+    ) -> Result<Vec<crate::netlink::netfilter::NfMessage>> {
+        let msgs = self.sock.request(
+            op,
+            &object,
+            msg_type(NFNL_SUBSYS_NFTABLES, msg),
+            NLM_F_DUMP,
+            family as u8,
+            0,
+            attrs.as_bytes(),
+        );
+        match msgs {
+            Err(e) if e.is_not_found() => Ok(vec![]),
+            Err(e) => Err(e),
+            Ok(msgs) => Ok(msgs.into_iter().filter(|m| m.family == family as u8).collect()),
+        }
+    }
+
     fn dump_rules(&self, family: Family, table: &str, chain: Option<&str>) -> Result<Vec<RuleInfo>> {
         let a = match chain {
             Some(chain) => objects::rule_location(table, chain),
             None => objects::table_location(table),
         };
-        let msgs = self.sock.request(
-            "list rules",
-            &format!("{family} {table} {}", chain.unwrap_or("*")),
-            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE),
-            NLM_F_DUMP,
-            family as u8,
-            0,
-            a.as_bytes(),
-        );
-        let msgs = match msgs {
-            Err(e) if e.is_not_found() => return Ok(vec![]),
-            other => other?,
-        };
-        Ok(msgs
-            .iter()
-            .filter(|m| m.family == family as u8)
-            .filter_map(|m| objects::decode_rule(&m.attrs))
-            .collect())
+        let object = format!("{family} {table} {}", chain.unwrap_or("*"));
+        let msgs = self.dump("list rules", object, NFT_MSG_GETRULE, family, &a)?;
+        Ok(msgs.iter().filter_map(|m| objects::decode_rule(&m.attrs)).collect())
     }
 }
 
@@ -378,6 +436,30 @@ impl Transaction {
             family,
             a.into_bytes(),
         );
+        self
+    }
+
+    /// `add set` (kept, with its elements, if it exists).
+    pub fn add_set(&mut self, set: &Set) -> &mut Self {
+        let attrs = objects::set_attrs(set).into_bytes();
+        let object = format!("{} {} {}", set.family, set.table, set.name);
+        self.push("add set", object, NFT_MSG_NEWSET, NLM_F_CREATE, set.family, attrs);
+        self
+    }
+
+    /// `add element` (nothing changes if the set holds it already).
+    pub fn add_element(&mut self, family: Family, table: &str, set: &str, key: &[u8]) -> &mut Self {
+        let attrs = objects::element_attrs(table, set, key).into_bytes();
+        let object = format!("{family} {table} {set}");
+        self.push("add element", object, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, attrs);
+        self
+    }
+
+    /// `delete element` (the set must hold it).
+    pub fn delete_element(&mut self, family: Family, table: &str, set: &str, key: &[u8]) -> &mut Self {
+        let attrs = objects::element_attrs(table, set, key).into_bytes();
+        let object = format!("{family} {table} {set}");
+        self.push("delete element", object, NFT_MSG_DELSETELEM, 0, family, attrs);
         self
     }
 

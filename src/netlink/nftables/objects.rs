@@ -107,6 +107,32 @@ pub struct Chain<'a> {
     pub comment: Option<&'a str>,
 }
 
+/// A named set of fixed-size keys (no data, no intervals, no timeouts: a hash set).
+#[derive(Debug, Clone, Copy)]
+pub struct Set<'a> {
+    pub family: Family,
+    pub table: &'a str,
+    pub name: &'a str,
+    pub key: SetKey,
+    pub comment: Option<&'a str>,
+}
+
+/// A set's key type, as nft names it (and prints the elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKey {
+    /// 16 bytes, printed as an IPv6 address.
+    Ipv6Addr,
+}
+
+impl SetKey {
+    /// The key's size in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            SetKey::Ipv6Addr => 16,
+        }
+    }
+}
+
 /// A rule to add: its expressions in order and an optional comment.
 #[derive(Debug, Clone)]
 pub struct Rule<'a> {
@@ -293,6 +319,64 @@ pub(crate) fn chain_attrs(c: &Chain) -> Attrs {
         a.bytes(NFTA_CHAIN_USERDATA, &comment_udata(comment));
     }
     a
+}
+
+/// A set's attributes as nft 1.x sends them for `add set … { type …; comment …; }`.
+pub(crate) fn set_attrs(s: &Set) -> Attrs {
+    let (key_type, byteorder) = match s.key {
+        SetKey::Ipv6Addr => (NFT_TYPE_IP6ADDR, NFT_BYTEORDER_BIG_ENDIAN),
+    };
+    let mut udata = vec![NFTNL_UDATA_SET_KEYBYTEORDER, 4];
+    udata.extend_from_slice(&byteorder.to_ne_bytes());
+    if let Some(c) = s.comment {
+        let mut comment = comment_udata(c);
+        comment[0] = NFTNL_UDATA_SET_COMMENT;
+        udata.extend(comment);
+    }
+    let mut a = Attrs::new();
+    a.string(NFTA_SET_TABLE, s.table)
+        .string(NFTA_SET_NAME, s.name)
+        .be32(NFTA_SET_FLAGS, 0)
+        .be32(NFTA_SET_KEY_TYPE, key_type)
+        .be32(NFTA_SET_KEY_LEN, s.key.bytes() as u32)
+        .be32(NFTA_SET_ID, 1)
+        .bytes(NFTA_SET_USERDATA, &udata);
+    a
+}
+
+/// Where set elements are: the table and the set (what an element dump is filtered by).
+pub(crate) fn element_location(table: &str, set: &str) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_SET_ELEM_LIST_TABLE, table)
+        .string(NFTA_SET_ELEM_LIST_SET, set);
+    a
+}
+
+/// One element of a set, by its key.
+pub(crate) fn element_attrs(table: &str, set: &str, key: &[u8]) -> Attrs {
+    let mut a = element_location(table, set);
+    a.nest(NFTA_SET_ELEM_LIST_ELEMENTS, |list| {
+        list.nest(NFTA_LIST_ELEM, |el| {
+            el.nest(NFTA_SET_ELEM_KEY, |k| {
+                k.bytes(NFTA_DATA_VALUE, key);
+            });
+        });
+    });
+    a
+}
+
+/// The keys of an element message (a dump sends several per message).
+pub(crate) fn decode_element_keys(a: &[u8]) -> Vec<Vec<u8>> {
+    let Some(list) = find(a, NFTA_SET_ELEM_LIST_ELEMENTS) else {
+        return vec![];
+    };
+    attrs(list)
+        .filter_map(|(_, el)| Some(find(find(el, NFTA_SET_ELEM_KEY)?, NFTA_DATA_VALUE)?.to_vec()))
+        .collect()
+}
+
+pub(crate) fn decode_set_name(a: &[u8]) -> Option<String> {
+    find(a, NFTA_SET_NAME).map(as_string)
 }
 
 /// A rule dump of a whole table.

@@ -89,10 +89,12 @@ fn assert_same_as_nft_text(build: impl FnOnce(&Nftables), text: &str) {
     );
 }
 
+/// The reference's layout, and cnibox's index of attachments (its own set, see the shape).
 const MASQ_TEXT: &str = r#"
 add table inet cni_plugins_masquerade { comment "Masquerading for plugins from github.com/containernetworking/plugins" ; }
 add chain inet cni_plugins_masquerade masq_checks { comment "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet" ; }
 add chain inet cni_plugins_masquerade postrouting { type nat hook postrouting priority srcnat ; }
+add set inet cni_plugins_masquerade cnibox_attachments { type ipv6_addr ; comment "cnibox: the attachments with rules in masq_checks, by their comment's hash" ; }
 flush chain inet cni_plugins_masquerade postrouting
 add rule inet cni_plugins_masquerade postrouting ip daddr == 224.0.0.0/4 return
 add rule inet cni_plugins_masquerade postrouting ip6 daddr == ff00::/8 return
@@ -442,7 +444,7 @@ fn a_layout_in_place_is_declared_with_nothing_and_a_changed_one_is_repaired() {
         ]
     };
     let declare = |l: &Layout| {
-        let now = nl.table_state(l.table.family, l.table.name).unwrap();
+        let now = nl.layout_state(l).unwrap();
         let mut tx = Transaction::new();
         tx.declare(l, &now);
         tx

@@ -2,13 +2,22 @@
 //! table `inet cni_plugins_masquerade`; base chain `postrouting` (nat, srcnat) that returns
 //! for multicast and otherwise goes to `masq_checks`; one rule per container address in
 //! `masq_checks`: "masquerade SOURCE leaving SUBNET", with the attachment's comment.
+//!
+//! And one thing of cnibox's own: the set `cnibox_attachments`, an index of the
+//! attachments that have rules in `masq_checks`, one element per attachment (the 16 bytes
+//! of its comment's hash, which nft prints as an IPv6 address), added and deleted in the
+//! same transactions as the rules. An ADD asks the set whether its attachment has rules
+//! already (one lookup, whatever the number of attachments) instead of reading all of
+//! `masq_checks`. The reference neither reads nor writes the set, and finds rules by their
+//! comment as before: each implementation's DEL and GC remove the other's rules.
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
 use super::super::expr::{self, AddrField, CmpOp, Expr, Verdict};
 use super::super::{
-    commented, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, Table, TableState, Transaction,
+    commented, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, Set, SetKey, Table, TableState,
+    Transaction,
 };
 use crate::netlink::Result;
 
@@ -18,6 +27,12 @@ pub const POSTROUTING: &str = "postrouting";
 pub const CHECKS: &str = "masq_checks";
 const TABLE_COMMENT: &str = "Masquerading for plugins from github.com/containernetworking/plugins";
 const CHECKS_COMMENT: &str = "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet";
+/// cnibox's index of the attachments with rules in `masq_checks`.
+pub const ATTACHMENTS: &str = "cnibox_attachments";
+const ATTACHMENTS_COMMENT: &str = "cnibox: the attachments with rules in masq_checks, by their comment's hash";
+
+/// An attachment's key in [`ATTACHMENTS`].
+pub type AttachmentKey = [u8; 16];
 
 /// The table, both chains, and `postrouting`'s three rules; other attachments' rules in
 /// `masq_checks` are not the layout's.
@@ -63,13 +78,46 @@ pub fn layout() -> Layout<'static> {
                 comment: None,
             },
         ],
+        sets: vec![Set {
+            family: FAMILY,
+            table: TABLE,
+            name: ATTACHMENTS,
+            key: SetKey::Ipv6Addr,
+            comment: Some(ATTACHMENTS_COMMENT),
+        }],
         entry_rules: vec![(POSTROUTING, entry)],
     }
 }
 
-/// The table as it is now (chains and rules).
+/// What the layout needs of the table now: chains, sets, `postrouting`'s rules (not
+/// `masq_checks`': that chain grows with the node).
 pub fn state(nft: &Nftables) -> Result<TableState> {
-    nft.table_state(FAMILY, TABLE)
+    nft.layout_state(&layout())
+}
+
+/// Whether the attachment has an element in the index (false without the table or the
+/// index): one lookup in the set.
+pub fn is_indexed(nft: &Nftables, key: &AttachmentKey) -> Result<bool> {
+    nft.has_element(FAMILY, TABLE, ATTACHMENTS, key)
+}
+
+/// Every attachment in the index.
+pub fn indexed(nft: &Nftables) -> Result<Vec<AttachmentKey>> {
+    Ok(nft
+        .elements(FAMILY, TABLE, ATTACHMENTS)?
+        .into_iter()
+        .filter_map(|k| k.try_into().ok())
+        .collect())
+}
+
+/// Adds the attachment to the index (the set exists or is declared in `tx`).
+pub fn index(tx: &mut Transaction, key: &AttachmentKey) {
+    tx.add_element(FAMILY, TABLE, ATTACHMENTS, key);
+}
+
+/// Removes the attachment from the index (it must be there).
+pub fn unindex(tx: &mut Transaction, key: &AttachmentKey) {
+    tx.delete_element(FAMILY, TABLE, ATTACHMENTS, key);
 }
 
 /// "Masquerade SOURCE leaving SUBNET, comment C": `ip saddr == SOURCE ip daddr != SUBNET
@@ -85,11 +133,6 @@ pub fn masquerade(tx: &mut Transaction, source: IpAddr, subnet: IpNetwork, comme
 /// (handle, comment) of every commented rule in `masq_checks`; none without the table.
 pub fn rules(nft: &Nftables) -> Result<Vec<(u64, String)>> {
     Ok(commented(&nft.rules(FAMILY, TABLE, CHECKS)?))
-}
-
-/// The same, from a [`state`] read before.
-pub fn rules_in(now: &TableState) -> Vec<(u64, String)> {
-    now.commented(CHECKS)
 }
 
 /// Deletes one rule of `masq_checks` by handle.
