@@ -3,6 +3,7 @@ pub mod argv;
 pub mod atomic;
 pub mod base64;
 pub mod flock;
+pub mod release;
 pub mod sha512;
 pub mod time;
 

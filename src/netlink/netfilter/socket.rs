@@ -45,7 +45,7 @@ pub struct NfMessage {
 }
 
 /// A netfilter socket, bound to the network namespace it was opened in. Dropping it does
-/// not wait for the kernel (see [`super::release`]).
+/// not wait for the kernel (see [`crate::util::release`]).
 pub struct NfSocket {
     /// Taken out only by `drop`.
     sock: ManuallyDrop<NlSocket>,
@@ -59,7 +59,7 @@ impl Drop for NfSocket {
         let sock = unsafe { ManuallyDrop::take(&mut self.sock) };
         // SAFETY: `into_raw_fd` hands over the descriptor neli owned.
         let fd = unsafe { OwnedFd::from_raw_fd(sock.into_raw_fd()) };
-        super::release::close_without_waiting(fd);
+        crate::util::release::close_without_waiting(fd);
     }
 }
 
