@@ -14,6 +14,7 @@ use neli::{Size, ToBytes};
 pub(crate) const NLMSG_DONE: u16 = 3;
 pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 pub(crate) const NLM_F_ACK: u16 = 0x4;
+pub(crate) const NLM_F_ECHO: u16 = 0x8;
 pub(crate) const NLM_F_DUMP_INTR: u16 = 0x10;
 pub(crate) const NLM_F_DUMP: u16 = 0x300;
 pub(crate) const NLM_F_REPLACE: u16 = 0x100;

@@ -163,9 +163,11 @@ impl NfSocket {
 
     /// Sends the batch in one datagram and waits for the ACK of every message. The kernel
     /// applies all of it or nothing; the first failure is returned, naming its message.
-    pub fn commit(&self, batch: Batch) -> Result<()> {
+    /// Returns what the kernel echoed of the messages sent with `NLM_F_ECHO` (the objects
+    /// as committed, with the handles it gave them).
+    pub fn commit(&self, batch: Batch) -> Result<Vec<NfMessage>> {
         if batch.messages.is_empty() {
-            return Ok(());
+            return Ok(vec![]);
         }
         self.fit_acks(batch.messages.len());
         let res_id = u16::from(batch.subsys);
@@ -208,8 +210,13 @@ impl NfSocket {
         self.send(&out).map_err(|e| whole.transport(e))?;
         let mut failure: Option<(Option<usize>, TransportError)> = None;
         let mut answered = 0;
+        let mut echoed = Vec::new();
         self.receive(|m| {
             if m.kind != NLMSG_ERROR {
+                // the commit's echoes come before the ACKs
+                if pending.contains(&m.seq) {
+                    echoed.push(m.into_nf());
+                }
                 return Step::More;
             }
             if m.seq == begin {
@@ -234,7 +241,7 @@ impl NfSocket {
         })
         .map_err(|e| whole.transport(e))?;
         match failure {
-            None => Ok(()),
+            None => Ok(echoed),
             Some((Some(i), e)) => Err(batch.messages[i].op.transport(e)),
             Some((None, e)) => Err(batch.ops_summary().transport(e)),
         }

@@ -50,7 +50,7 @@ pub use objects::{
 };
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
-use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP};
+use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_ECHO};
 use super::Result;
 use crate::netns::Netns;
 use wire::*;
@@ -121,7 +121,18 @@ impl Nftables {
 
     /// Applies the transaction atomically: every change, or none.
     pub fn commit(&self, tx: Transaction) -> Result<()> {
-        self.sock.commit(tx.batch)
+        self.commit_echoed(tx).map(drop)
+    }
+
+    /// The same, returning the rules added with [`Transaction::add_rule_echoed`] as the
+    /// kernel committed them (with their handles).
+    pub fn commit_echoed(&self, tx: Transaction) -> Result<Vec<RuleInfo>> {
+        let echoed = self.sock.commit(tx.batch)?;
+        Ok(echoed
+            .iter()
+            .filter(|m| m.kind == msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_NEWRULE))
+            .filter_map(|m| objects::decode_rule(&m.attrs))
+            .collect())
     }
 
     /// Reads, plans and commits a change: `plan` reads what it needs and returns the
@@ -133,17 +144,28 @@ impl Nftables {
     pub fn commit_planned<E>(
         &self,
         attempts: usize,
-        mut plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
+        plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
         commit_error: impl Fn(crate::netlink::Error) -> E,
     ) -> std::result::Result<(), E> {
+        self.commit_planned_echoed(attempts, plan, commit_error).map(drop)
+    }
+
+    /// [`commit_planned`](Self::commit_planned), returning what
+    /// [`commit_echoed`](Self::commit_echoed) returns.
+    pub fn commit_planned_echoed<E>(
+        &self,
+        attempts: usize,
+        mut plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
+        commit_error: impl Fn(crate::netlink::Error) -> E,
+    ) -> std::result::Result<Vec<RuleInfo>, E> {
         let mut refused = None;
         for _ in 0..attempts {
             let tx = plan(self)?;
             if tx.is_empty() {
-                return Ok(());
+                return Ok(vec![]);
             }
-            match self.commit(tx) {
-                Ok(()) => return Ok(()),
+            match self.commit_echoed(tx) {
+                Ok(echoed) => return Ok(echoed),
                 Err(e) if e.is_stale_plan() => refused = Some(e),
                 Err(e) => return Err(commit_error(e)),
             }
@@ -250,10 +272,11 @@ impl Nftables {
         Ok(msgs.iter().filter_map(|m| objects::decode_set_name(&m.attrs)).collect())
     }
 
-    /// Whether the set holds `key`: one lookup in the set, whatever its size (false when
-    /// the table or the set does not exist).
-    pub fn has_element(&self, family: Family, table: &str, set: &str, key: &[u8]) -> Result<bool> {
-        let a = objects::element_attrs(table, set, key);
+    /// The element `key` of a set, with its data (empty in a set without data): one lookup
+    /// in the set, whatever its size. None when the table, the set or the element does not
+    /// exist.
+    pub fn element(&self, family: Family, table: &str, set: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let a = objects::element_attrs(table, set, key, None);
         match self.sock.request(
             "get element",
             &format!("{family} {table} {set}"),
@@ -265,8 +288,10 @@ impl Nftables {
         ) {
             Ok(msgs) => Ok(msgs
                 .iter()
-                .any(|m| objects::decode_element_keys(&m.attrs).iter().any(|k| k == key))),
-            Err(e) if e.is_not_found() => Ok(false),
+                .flat_map(|m| objects::decode_elements(&m.attrs))
+                .find(|(k, _)| k == key)
+                .map(|(_, data)| data)),
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -283,7 +308,8 @@ impl Nftables {
         )?;
         Ok(msgs
             .iter()
-            .flat_map(|m| objects::decode_element_keys(&m.attrs))
+            .flat_map(|m| objects::decode_elements(&m.attrs))
+            .map(|(k, _)| k)
             .collect())
     }
 
@@ -447,9 +473,16 @@ impl Transaction {
         self
     }
 
-    /// `add element` (nothing changes if the set holds it already).
-    pub fn add_element(&mut self, family: Family, table: &str, set: &str, key: &[u8]) -> &mut Self {
-        let attrs = objects::element_attrs(table, set, key).into_bytes();
+    /// `add element`, with `data` in a map (nothing changes if the set holds the key already).
+    pub fn add_element(
+        &mut self,
+        family: Family,
+        table: &str,
+        set: &str,
+        key: &[u8],
+        data: Option<&[u8]>,
+    ) -> &mut Self {
+        let attrs = objects::element_attrs(table, set, key, data).into_bytes();
         let object = format!("{family} {table} {set}");
         self.push("add element", object, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, attrs);
         self
@@ -457,7 +490,7 @@ impl Transaction {
 
     /// `delete element` (the set must hold it).
     pub fn delete_element(&mut self, family: Family, table: &str, set: &str, key: &[u8]) -> &mut Self {
-        let attrs = objects::element_attrs(table, set, key).into_bytes();
+        let attrs = objects::element_attrs(table, set, key, None).into_bytes();
         let object = format!("{family} {table} {set}");
         self.push("delete element", object, NFT_MSG_DELSETELEM, 0, family, attrs);
         self
@@ -475,14 +508,24 @@ impl Transaction {
         self.append_rule(r, Some(tag))
     }
 
+    /// `add rule`, echoed back by the kernel at the commit with its handle (see
+    /// [`Nftables::commit_echoed`]).
+    pub fn add_rule_echoed(&mut self, r: &Rule) -> &mut Self {
+        self.push_rule(r, None, NLM_F_ECHO)
+    }
+
     fn append_rule(&mut self, r: &Rule, tag: Option<&str>) -> &mut Self {
+        self.push_rule(r, tag, 0)
+    }
+
+    fn push_rule(&mut self, r: &Rule, tag: Option<&str>, flags: u16) -> &mut Self {
         let attrs = objects::rule_attrs_tagged(r, None, tag).into_bytes();
         let object = format!("{} {} {}", r.family, r.table, r.chain);
         self.push(
             "add rule",
             object,
             NFT_MSG_NEWRULE,
-            NLM_F_CREATE | NLM_F_APPEND,
+            NLM_F_CREATE | NLM_F_APPEND | flags,
             r.family,
             attrs,
         );

@@ -50,12 +50,17 @@ pub(crate) const NFTA_SET_NAME: u16 = 2;
 pub(crate) const NFTA_SET_FLAGS: u16 = 3;
 pub(crate) const NFTA_SET_KEY_TYPE: u16 = 4;
 pub(crate) const NFTA_SET_KEY_LEN: u16 = 5;
+pub(crate) const NFTA_SET_DATA_TYPE: u16 = 6;
+pub(crate) const NFTA_SET_DATA_LEN: u16 = 7;
 pub(crate) const NFTA_SET_ID: u16 = 10;
+/// NFTA_SET_FLAGS: the set maps each key to data.
+pub(crate) const NFT_SET_MAP: u32 = 0x8;
 pub(crate) const NFTA_SET_USERDATA: u16 = 13;
 pub(crate) const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
 pub(crate) const NFTA_SET_ELEM_LIST_SET: u16 = 2;
 pub(crate) const NFTA_SET_ELEM_LIST_ELEMENTS: u16 = 3;
 pub(crate) const NFTA_SET_ELEM_KEY: u16 = 1;
+pub(crate) const NFTA_SET_ELEM_DATA: u16 = 2;
 /// nft's datatype numbers (the set's key type, which `nft list` prints by).
 pub(crate) const NFT_TYPE_IP6ADDR: u32 = 8;
 pub(crate) const NFTA_EXPR_NAME: u16 = 1;
@@ -115,6 +120,7 @@ pub(crate) const NFTNL_UDATA_COMMENT: u8 = 0;
 /// A set's userdata TLVs: the key's byte order (nft's BYTEORDER_BIG_ENDIAN is 2, stored as
 /// a host-order u32), and the comment.
 pub(crate) const NFTNL_UDATA_SET_KEYBYTEORDER: u8 = 0;
+pub(crate) const NFTNL_UDATA_SET_DATABYTEORDER: u8 = 1;
 pub(crate) const NFTNL_UDATA_SET_COMMENT: u8 = 7;
 pub(crate) const NFT_BYTEORDER_BIG_ENDIAN: u32 = 2;
 /// NFT_USERDATA_MAXLEN bounds the whole userdata; nft caps comments at 128 bytes.
