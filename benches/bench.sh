@@ -16,6 +16,8 @@
 #                 is 15 or more: the long run)
 #   GROWTH_EDGE   calls measured at each size of the growth curve (10)
 #   GROWTH_PLOT   the growth curve's picture (target/bench/growth.svg; its data beside it)
+#   GROWTH_SETTLE seconds of pause after each unmeasured ADD fill of the growth curve, for
+#                 the new interfaces' IPv6 start-up to end (10)
 #   WORKERS       parallel workers (10)
 #   STORE_SIZE    host-local reservations (60000)
 #   SETTLE        seconds of pause once a deleted namespace's links are gone (0.3)
@@ -31,6 +33,7 @@ HOST_LOCAL_N=${HOST_LOCAL_N:-${N:-5}}
 N=${N:-9}
 GROWTH=${GROWTH:-250}
 GROWTH_EDGE=${GROWTH_EDGE:-10}
+GROWTH_SETTLE=${GROWTH_SETTLE:-10}
 if [ -z "${GROWTH_POINTS:-}" ]; then
     GROWTH_POINTS=""
     for p in 1 50 100; do (( p < GROWTH )) && GROWTH_POINTS+="$p "; done
@@ -91,5 +94,5 @@ for nv in /usr/lib/podman/netavark /usr/libexec/podman/netavark "$(command -v ne
     if [ -x "$nv" ]; then NETAVARK=$nv; NETAVARK_MISSING=""; break; fi
 done
 
-export BIN REF N HOST_LOCAL_N GROWTH GROWTH_POINTS GROWTH_EDGE GROWTH_PLOT WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
+export BIN REF N HOST_LOCAL_N GROWTH GROWTH_POINTS GROWTH_EDGE GROWTH_PLOT GROWTH_SETTLE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
 ip netns exec "$HOSTNS" bash "$BENCH_DIR/bench-inner.sh"
