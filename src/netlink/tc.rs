@@ -10,6 +10,7 @@
 //!
 //! A kernel without the qdisc, classifier or action module answers ENOENT (or EOPNOTSUPP);
 //! the error then names the missing feature (`tbf qdisc is not supported by this kernel`).
+use super::bytes::{self, CStruct};
 use super::handle::{Handle, Op, Result};
 use super::netfilter::Attrs;
 use super::transport::{Message, Transport, TransportError};
@@ -178,45 +179,45 @@ pub struct Filter {
     pub redirects: Vec<u32>,
 }
 
+/// `struct tcmsg`: family u8, 3 bytes of padding, ifindex i32, handle, parent, info.
 fn tcmsg(ifindex: u32, handle: u32, parent: u32, info: u32) -> Vec<u8> {
-    let mut b = Vec::with_capacity(TCMSG_LEN);
-    b.extend_from_slice(&[wire::AF_UNSPEC, 0, 0, 0]);
-    b.extend_from_slice(&(ifindex as i32).to_ne_bytes());
-    b.extend_from_slice(&handle.to_ne_bytes());
-    b.extend_from_slice(&parent.to_ne_bytes());
-    b.extend_from_slice(&info.to_ne_bytes());
-    b
+    CStruct::zeroed(TCMSG_LEN)
+        .u8(0, wire::AF_UNSPEC)
+        .i32(4, ifindex as i32)
+        .u32(8, handle)
+        .u32(12, parent)
+        .u32(16, info)
+        .into_bytes()
 }
 
 fn u32_ne(v: u32) -> [u8; 4] {
-    v.to_ne_bytes()
+    bytes::host32(v)
 }
 
 /// `struct tc_tbf_qopt`: rate spec (12 bytes), peak rate spec (12), limit, buffer, mtu.
+/// `tc_ratespec`: cell_log u8, linklayer u8, overhead u16, cell_align i16, mpu u16, rate.
 fn tbf_qopt(t: &Tbf) -> Vec<u8> {
-    let mut b = vec![0u8; 36];
-    // tc_ratespec: cell_log u8, linklayer u8, overhead u16, cell_align i16, mpu u16, rate u32
-    b[8..12].copy_from_slice(&(t.rate.min(u64::from(u32::MAX)) as u32).to_ne_bytes());
-    b[24..28].copy_from_slice(&t.limit.to_ne_bytes());
-    b[28..32].copy_from_slice(&t.buffer.to_ne_bytes());
-    b
+    CStruct::zeroed(36)
+        .u32(8, t.rate.min(u64::from(u32::MAX)) as u32)
+        .u32(24, t.limit)
+        .u32(28, t.buffer)
+        .into_bytes()
 }
 
-/// A match-all `struct tc_u32_sel` with one zero key (flags TERMINAL, nkeys 1).
+/// A match-all `struct tc_u32_sel` (flags u8, offshift u8, nkeys u8, …: 16 bytes) with
+/// one zero `tc_u32_key` (16 bytes): flags TERMINAL, nkeys 1.
 fn u32_match_all() -> Vec<u8> {
-    let mut b = vec![0u8; 16 + 16];
-    b[0] = TC_U32_TERMINAL;
-    b[2] = 1;
-    b
+    CStruct::zeroed(16 + 16).u8(0, TC_U32_TERMINAL).u8(2, 1).into_bytes()
 }
 
-/// `struct tc_mirred`: tc_gen (index, capab, action, refcnt, bindcnt), eaction, ifindex.
+/// `struct tc_mirred`: tc_gen (index u32, capab u32, action i32, refcnt i32, bindcnt
+/// i32), eaction i32, ifindex u32.
 fn mirred_parms(action: i32, eaction: i32, ifindex: u32) -> Vec<u8> {
-    let mut b = vec![0u8; 28];
-    b[8..12].copy_from_slice(&action.to_ne_bytes());
-    b[20..24].copy_from_slice(&eaction.to_ne_bytes());
-    b[24..28].copy_from_slice(&ifindex.to_ne_bytes());
-    b
+    CStruct::zeroed(28)
+        .i32(8, action)
+        .i32(20, eaction)
+        .u32(24, ifindex)
+        .into_bytes()
 }
 
 /// ENOENT from a tc request means the kind is unknown to the kernel (no module).
@@ -250,7 +251,7 @@ impl<T: Transport> Handle<T> {
         a.nest(TCA_OPTIONS, |o| {
             o.bytes(TCA_TBF_PARMS, &tbf_qopt(tbf));
             if tbf.rate >= 1 << 32 {
-                o.bytes(TCA_TBF_RATE64, &tbf.rate.to_ne_bytes());
+                o.bytes(TCA_TBF_RATE64, &bytes::host64(tbf.rate));
             }
         });
         let mut payload = tcmsg(link, TBF_HANDLE, HANDLE_ROOT, 0);
@@ -294,7 +295,7 @@ impl<T: Transport> Handle<T> {
                 }
             });
         });
-        let info = make_handle(1, ETH_P_ALL.to_be());
+        let info = make_handle(1, bytes::to_net_u16(ETH_P_ALL));
         let mut payload = tcmsg(link, 0, INGRESS_QDISC, info);
         payload.extend_from_slice(a.as_bytes());
         self.tc_modify(
@@ -359,7 +360,7 @@ fn split(m: &Message) -> Option<(TcHeader, &[u8])> {
     if p.len() < TCMSG_LEN {
         return None;
     }
-    let n = |at: usize| u32::from_ne_bytes(p[at..at + 4].try_into().expect("4 bytes"));
+    let n = |at: usize| bytes::read_host32(&p[at..]).expect("4 bytes");
     let h = TcHeader {
         ifindex: n(4),
         handle: n(8),
@@ -393,7 +394,7 @@ fn decode_qdisc(m: &Message) -> Option<Qdisc> {
             }
             let rate32 = wire::as_u32(&q[8..12])?;
             let rate = wire::find(o, TCA_TBF_RATE64)
-                .and_then(|r| Some(u64::from_ne_bytes(r.get(..8)?.try_into().ok()?)))
+                .and_then(bytes::read_host64)
                 .unwrap_or(u64::from(rate32));
             Some(Tbf {
                 rate,
@@ -420,7 +421,7 @@ fn decode_filter(m: &Message) -> Option<Filter> {
             let is_mirred = wire::find(act, TCA_ACT_KIND).map(wire::as_string).as_deref() == Some("mirred");
             let parms = wire::find(act, TCA_ACT_OPTIONS).and_then(|o| wire::find(o, TCA_MIRRED_PARMS));
             if let (true, Some(p)) = (is_mirred, parms) {
-                if p.len() >= 28 && i32::from_ne_bytes(p[20..24].try_into().ok()?) == TCA_EGRESS_REDIR {
+                if p.len() >= 28 && bytes::read_host_i32(&p[20..])? == TCA_EGRESS_REDIR {
                     redirects.push(wire::as_u32(&p[24..28])?);
                 }
             }
@@ -429,7 +430,7 @@ fn decode_filter(m: &Message) -> Option<Filter> {
     Some(Filter {
         kind,
         priority: (info >> 16) as u16,
-        protocol: u16::from_be(info as u16),
+        protocol: bytes::from_net_u16(info as u16),
         classid: wire::find(opts, TCA_U32_CLASSID).and_then(wire::as_u32),
         redirects,
     })

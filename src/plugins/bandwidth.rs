@@ -34,6 +34,14 @@ const MAX_IFNAME: usize = 15;
 /// How long a packet may wait in a token bucket (the reference's constant).
 const LATENCY_MS: f64 = 25.0;
 
+/// The burst containerd's CRI sends with every rate a pod's bandwidth annotation sets
+/// (`math.MaxUint32` bits: Kubernetes has no burst annotation). Below about 15.6 Mbit/s the
+/// kernel's token bucket cannot hold it; refusing it would keep every such pod from
+/// starting (the reference starts them, with a bucket its arithmetic wrapped around to), so
+/// it means the largest bucket the kernel holds at the rate. Any other burst the kernel
+/// cannot hold is refused.
+const CRI_BURST: u64 = u32::MAX as u64;
+
 /// One direction's limit, in bits per second and bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Limit {
@@ -61,6 +69,14 @@ impl Limit {
         }
         if let Some(t) = Tbf::shaping(rate, (self.burst / 8) as u32, latency, clock) {
             return Ok(t);
+        }
+        if self.burst == CRI_BURST {
+            // not asked for but sent for every pod that sets a rate: the largest bucket
+            if let Some(t) =
+                Tbf::max_burst(rate, latency, clock).and_then(|max| Tbf::shaping(rate, max, latency, clock))
+            {
+                return Ok(t);
+            }
         }
         Err(Error::internal(match Tbf::max_burst(rate, latency, clock) {
             Some(max) => format!(
@@ -217,10 +233,6 @@ fn host_interface(host: &Handle, ns: &Netns, interfaces: &[Interface], ifname: &
     Err(Error::internal("no veth peer of container interface found in host ns"))
 }
 
-fn open_netns(path: &str) -> Result<Netns, Error> {
-    netns_open::open(path).map_err(|e| e.context(format!("failed to open netns {path:?}")))
-}
-
 impl Plugin for Bandwidth {
     fn about(&self) -> &'static str {
         "CNI bandwidth plugin from cnibox"
@@ -242,7 +254,7 @@ impl Plugin for Bandwidth {
         };
         // both buckets first: one the kernel cannot hold fails before anything changes
         let (ingress, egress) = limits.buckets(clock()?)?;
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &result.interfaces, &req.ifname)?;
         let mut rollback = Rollback::new();
@@ -318,7 +330,7 @@ impl Plugin for Bandwidth {
         let Some(prev) = prev_result(req)? else {
             return Err(Error::internal("must be called as a chained plugin"));
         };
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &prev.interfaces, &req.ifname)?;
         let Some(limits) = limits.filter(|l| !l.is_zero()) else {

@@ -167,8 +167,11 @@ impl Plugin for Veth {
             teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
-        // Released last, so an address is never free while still configured.
-        teardown.step(delegate::del(&conf.ipam_type, req));
+        // Released last, so an address is never free while still configured. A config
+        // without an IPAM type is one ADD refuses before it allocates: nothing to release.
+        if !conf.ipam_type.is_empty() {
+            teardown.step(delegate::del(&conf.ipam_type, req));
+        }
         teardown.finish()
     }
 

@@ -47,7 +47,7 @@ pub fn temp_file_of(entry: &str) -> Option<(&str, u32)> {
 /// rename it over `path`, then fsync the directory so the rename itself is durable.
 /// Errors name the file and the step.
 pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
-    replace(path, data, true)
+    replace(path, data, true, |_| {})
 }
 
 /// [`write`] without the two fsyncs: readers still see the old or the new content, but a
@@ -56,10 +56,16 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
 /// runtime's result cache, which libcni never fsyncs), where an fsync only costs time:
 /// milliseconds each on a busy disk.
 pub fn write_volatile(path: &Path, data: &[u8]) -> io::Result<()> {
-    replace(path, data, false)
+    replace(path, data, false, |_| {})
 }
 
-fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
+/// [`write_volatile`], with `before_rename` given the written file first (to set what
+/// must appear together with the content, such as an extended attribute).
+pub fn write_volatile_with(path: &Path, data: &[u8], before_rename: impl FnOnce(&File)) -> io::Result<()> {
+    replace(path, data, false, before_rename)
+}
+
+fn replace(path: &Path, data: &[u8], durable: bool, before_rename: impl FnOnce(&File)) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -94,6 +100,7 @@ fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
         }
         .map_err(|e| step("create", e))?;
         f.write_all(data).map_err(|e| step("write", e))?;
+        before_rename(&f);
         if durable {
             f.sync_all().map_err(|e| step("fsync", e))?;
         }

@@ -426,6 +426,16 @@ fn a_burst_the_kernel_cannot_hold_is_refused_naming_the_largest() {
                 assert_eq!(msg, want, "{v}");
             }
             w.run(false, "DEL", &limit(largest)).unwrap().success();
+            // containerd's CRI sends 4294967295 bits with every rate an annotation sets: it
+            // gets the largest bucket (refusing it would keep such pods from starting)
+            let cri = limit(u64::from(u32::MAX));
+            w.run(false, "ADD", &cri).unwrap().success();
+            let tbf = w.tc_state().to_string();
+            assert!(tbf.contains(r#""burst":34359,"#), "{v} {dir}: {tbf}");
+            if at_least(v, "0.4.0") {
+                w.run(false, "CHECK", &cri).unwrap().success();
+            }
+            w.run(false, "DEL", &cri).unwrap().success();
         }
     }
     // a rate below a byte per second has no bucket at all (the kernel's "invalid argument")

@@ -3,6 +3,7 @@ use std::fmt;
 
 use super::expr::{Expr, Verdict};
 use super::wire::*;
+use crate::netlink::bytes;
 use crate::netlink::netfilter::Attrs;
 use crate::netlink::netfilter::{be32, be64};
 use crate::netlink::wire::{as_string, attrs, find};
@@ -337,10 +338,10 @@ impl SetKey {
 pub(crate) fn set_attrs(s: &Set) -> Attrs {
     let (key_type, byteorder) = s.key.nft_type();
     let mut udata = vec![NFTNL_UDATA_SET_KEYBYTEORDER, 4];
-    udata.extend_from_slice(&byteorder.to_ne_bytes());
+    udata.extend_from_slice(&bytes::host32(byteorder));
     if let Some(data) = s.data {
         udata.extend_from_slice(&[NFTNL_UDATA_SET_DATABYTEORDER, 4]);
-        udata.extend_from_slice(&data.nft_type().1.to_ne_bytes());
+        udata.extend_from_slice(&bytes::host32(data.nft_type().1));
     }
     if let Some(c) = s.comment {
         let mut comment = comment_udata(c);

@@ -461,15 +461,14 @@ pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), E
             return fail(format!("rule {r} in chain {chain} not found in table nat"));
         }
     }
-    // Conditions are the user's words, which iptables-save may spell differently: the
-    // entry rules are compared up to the ports, and by their ports.
+    // Conditions are the user's words, which iptables-save may spell and place differently
+    // (an address condition goes before `-p`): an entry rule is found by its protocol,
+    // comment and ports.
     for r in entry_rules(conf, &place, family) {
         let w = words(&r);
-        let ports = arg(&w, "--dports");
-        // protocol and comment, up to `-m multiport`
-        let head = &w[..w.iter().position(|x| x == "multiport").map_or(0, |i| i - 1)];
-        let found =
-            jumps(&t, TOP_DNAT, chain).any(|x| x == &w[..] || (x.starts_with(head) && arg(x, "--dports") == ports));
+        let same = |x: &[String], flag: &str| arg(x, flag) == arg(&w, flag);
+        let found = jumps(&t, TOP_DNAT, chain)
+            .any(|x| x == &w[..] || ["-p", "--comment", "--dports"].iter().all(|f| same(x, f)));
         if !found {
             return fail(format!("rule {r} in chain {TOP_DNAT} not found in table nat"));
         }

@@ -1058,15 +1058,7 @@ fn plugins_d_example_opens_a_forward_drop_host() {
     std::fs::create_dir_all(&conf_dir).unwrap();
     std::fs::write(conf_dir.join("60-bridge-firewall.conflist"), list.to_string()).unwrap();
     let ns = lab.env.container();
-    let tool = |verb: &str| {
-        lab.env
-            .tool("cnitool")
-            .args([verb, "cnibox-firewall", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", lab.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", lab.env.cache_dir.to_str().unwrap())
-            .run()
-    };
+    let tool = |verb: &str| lab.env.cnitool(&conf_dir, verb, "cnibox-firewall", ns.path_str()).run();
     let r = tool("add").success();
     assert_eq!(r["interfaces"][0]["name"], "cnibox2", "{r}");
     assert!(ns.ping(OUTSIDE4), "the example's chain did not open the DROP policy");

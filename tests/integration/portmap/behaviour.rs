@@ -445,6 +445,24 @@ fn check_verifies_the_rules() {
     });
 }
 
+/// Regression: the iptables backend's CHECK looked for the entry rule's words in the order
+/// ADD wrote them, but iptables-save puts an address condition (`-s`) before `-p`, so the
+/// CHECK of every config with such a `conditionsV4` failed with "rule … not found" (the
+/// generated key tests found it: `go_keys`).
+#[test]
+fn check_finds_the_entry_rule_of_an_address_condition() {
+    let node = Node::new();
+    let (ns, prev) = node.container("ctr-a", false);
+    let conditions = json!({"conditionsV4": ["-s", "192.0.2.0/24"]});
+    let c = pm_conf(Some("iptables"), json!([tcp(8080, 80)]), &prev, conditions);
+    node.pm(Side::Cnibox, "ADD", "ctr-a", ns.path_str(), &c).success();
+    assert!(node.ipt_nat().contains("-A CNI-HOSTPORT-DNAT -s 192.0.2.0/24 -p tcp"));
+    node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).success();
+    node.pm(Side::Cnibox, "DEL", "ctr-a", ns.path_str(), &c).success();
+    let msg = node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).failure(999);
+    assert!(msg.starts_with("could not check ipv4 dnat: chain CNI-DN-"), "{msg}");
+}
+
 #[test]
 fn gc_removes_the_rules_of_attachments_no_longer_valid() {
     each_backend(|b| {
@@ -591,14 +609,8 @@ fn plugins_d_example_forwards_a_port_through_cnitool() {
     let _s = Server::start(&ns, 80, "example");
     let caps = json!({"portMappings": [tcp(8080, 80)]}).to_string();
     let tool = |verb: &str| {
-        node.env
-            .tool("cnitool")
-            .args([verb, "cnibox-portmap", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", node.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", node.env.cache_dir.to_str().unwrap())
-            .env("CAP_ARGS", &caps)
-            .run()
+        let call = node.env.cnitool(&conf_dir, verb, "cnibox-portmap", ns.path_str());
+        call.env("CAP_ARGS", &caps).run()
     };
     let r = tool("add").success();
     assert_eq!(r["interfaces"][0]["name"], "cnibox4", "{r}");

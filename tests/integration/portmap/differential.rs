@@ -246,6 +246,9 @@ fn bad_inputs_give_the_reference_codes_and_messages() {
             conf(json!([]), &p, json!({"conditionsV4": "-s 1.2.3.4"})),
         ),
         ("prevResult a number", "ADD", conf(json!([]), &json!(5), json!({}))),
+        // Go names the innermost struct (the anonymous runtimeConfig: no name) and the path
+        ("portMappings an object", "ADD", conf(json!({"a": 1}), &p, json!({}))),
+        ("a mapping a number", "ADD", conf(json!([5]), &p, json!({}))),
         ("ADD without prevResult", "ADD", no_prev.clone()),
         ("CHECK without prevResult", "CHECK", no_prev),
     ];

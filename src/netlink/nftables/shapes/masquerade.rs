@@ -20,7 +20,7 @@ use super::super::{
     commented, BaseChain, Chain, ChainType, Family, Hook, Layout, Nftables, Rule, RuleInfo, Set, SetKey, Table,
     TableState, Transaction,
 };
-use crate::netlink::Result;
+use crate::netlink::{bytes, Result};
 
 pub const FAMILY: Family = Family::Inet;
 pub const TABLE: &str = "cni_plugins_masquerade";
@@ -108,7 +108,7 @@ pub fn state(nft: &Nftables) -> Result<TableState> {
 pub fn indexed_rules(nft: &Nftables, key: &AttachmentKey) -> Result<Option<Vec<u64>>> {
     Ok(nft.element(FAMILY, TABLE, ATTACHMENTS, key)?.map(|data| {
         data.chunks_exact(8)
-            .map(|h| u64::from_be_bytes(h.try_into().expect("8 bytes")))
+            .filter_map(bytes::read_net64)
             .filter(|h| *h != 0)
             .collect()
     }))
@@ -129,7 +129,7 @@ pub fn index(tx: &mut Transaction, key: &AttachmentKey, handles: &[u64]) {
     let mut data = [0u8; 8 * INDEXED_HANDLES];
     if handles.len() <= INDEXED_HANDLES {
         for (slot, h) in data.chunks_exact_mut(8).zip(handles) {
-            slot.copy_from_slice(&h.to_be_bytes());
+            slot.copy_from_slice(&bytes::net64(*h));
         }
     }
     tx.add_element(FAMILY, TABLE, ATTACHMENTS, key, Some(&data));

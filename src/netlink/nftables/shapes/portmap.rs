@@ -18,6 +18,7 @@
 //! network and interface (a userdata TLV nft does not show, written by the plugin), which
 //! is what lets GC of one network leave the rules of another alone, and DEL of one
 //! interface the rules of another.
+use crate::netlink::bytes;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -330,16 +331,14 @@ pub fn forwarded(family: Family, r: &RuleInfo) -> Option<Forward> {
             Some(Expr::Cmp {
                 op: CmpOp::Eq, data, ..
             }),
-        ) => u16::from_be_bytes(data.get(..2)?.try_into().ok()?),
+        ) => bytes::read_net16(data)?,
         _ => return None,
     };
     let (mut to, mut to_port) = (None, None);
     for x in &e[i..] {
         match x {
             Expr::Immediate { dreg, data } if *dreg == REG_1 => to = crate::netlink::wire::as_ip(data),
-            Expr::Immediate { dreg, data } if *dreg == REG_2 => {
-                to_port = Some(u16::from_be_bytes(data.get(..2)?.try_into().ok()?))
-            }
+            Expr::Immediate { dreg, data } if *dreg == REG_2 => to_port = Some(bytes::read_net16(data)?),
             Expr::Nat {
                 kind: NatKind::Dnat, ..
             } => {}
