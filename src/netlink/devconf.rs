@@ -24,6 +24,7 @@
 use neli::consts::rtnl::Ifla;
 use neli::types::{Buffer, RtBuffer};
 
+use super::bytes;
 use super::handle::{Handle, Op, Result};
 use super::link::{finish, link_msg, LinkRef};
 use super::transport::{Message, Transport};
@@ -100,16 +101,15 @@ impl DevConf {
         let Some(spec) = wire::find(link_attrs, wire::IFLA_AF_SPEC) else {
             return conf;
         };
-        let words = |p: &[u8]| -> Vec<[u8; 4]> { p.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect() };
         for (family, nest) in wire::attrs(spec) {
             match family as u8 {
                 wire::AF_INET => {
-                    conf.ipv4 =
-                        wire::find(nest, IFLA_INET_CONF).map(|p| words(p).into_iter().map(u32::from_ne_bytes).collect())
+                    conf.ipv4 = wire::find(nest, IFLA_INET_CONF)
+                        .map(|p| p.chunks_exact(4).filter_map(bytes::read_host32).collect())
                 }
                 wire::AF_INET6 => {
                     conf.ipv6 = wire::find(nest, IFLA_INET6_CONF)
-                        .map(|p| words(p).into_iter().map(i32::from_ne_bytes).collect())
+                        .map(|p| p.chunks_exact(4).filter_map(bytes::read_host_i32).collect())
                 }
                 _ => {}
             }
@@ -159,7 +159,7 @@ impl<T: Transport> Handle<T> {
         let op = Op::new("get forwarding of", what);
         let mut payload = vec![0u8; NETCONFMSG_LEN];
         payload[0] = af;
-        payload.extend(wire::raw_attr(NETCONFA_IFINDEX, &NETCONFA_IFINDEX_ALL.to_ne_bytes()));
+        payload.extend(wire::raw_attr(NETCONFA_IFINDEX, &bytes::host_i32(NETCONFA_IFINDEX_ALL)));
         let msgs = match self.get(&op, RTM_GETNETCONF, payload) {
             Ok(m) => m,
             Err(e) if e.errno() == Some(libc::EAFNOSUPPORT) || e.errno() == Some(libc::EOPNOTSUPP) => return Ok(None),
