@@ -20,16 +20,22 @@ fn private_netns() -> Nftables {
 /// 10.0.0.0/24) with `comment`.
 fn netns_with_one_masquerade_rule(comment: &str) -> Nftables {
     let nl = private_netns();
+    nl.commit(one_masquerade_rule(&nl, comment)).unwrap();
+    nl
+}
+
+/// The masquerade layout where it is missing, and one rule (10.0.0.2 leaving 10.0.0.0/24)
+/// with `comment`.
+fn one_masquerade_rule(nl: &Nftables, comment: &str) -> Transaction {
     let mut tx = Transaction::new();
-    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
+    tx.declare(&masquerade::layout(), &masquerade::state(nl).unwrap());
     masquerade::masquerade(
         &mut tx,
         "10.0.0.2".parse().unwrap(),
         "10.0.0.0/24".parse().unwrap(),
         comment,
     );
-    nl.commit(tx).unwrap();
-    nl
+    tx
 }
 
 fn nft(args: &[&str]) -> String {
@@ -345,15 +351,7 @@ fn dumps_give_handles_comments_and_verdicts_and_delete_by_handle_works() {
 #[test]
 fn an_echoed_rule_comes_back_with_its_handle_and_a_map_element_with_its_data() {
     let nl = private_netns();
-    let mut tx = Transaction::new();
-    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
-    masquerade::masquerade(
-        &mut tx,
-        "10.0.0.2".parse().unwrap(),
-        "10.0.0.0/24".parse().unwrap(),
-        "one",
-    );
-    let echoed = nl.commit_echoed(tx).unwrap();
+    let echoed = nl.commit_echoed(one_masquerade_rule(&nl, "one")).unwrap();
     let listed = masquerade::rules(&nl).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(masquerade::handles_in(&echoed, "one"), vec![listed[0].0]);
