@@ -149,13 +149,8 @@ fn load(req: &Request) -> Result<Option<Entry>, Error> {
     )
     .map_err(|e| e.context(CTX))?
     {
-        Some(rc) => json::opt_ptr_object(
-            &rc,
-            "bandwidth",
-            "PluginConf.runtimeConfig.bandwidth",
-            "*main.BandwidthEntry",
-        )
-        .map_err(|e| e.context(CTX))?,
+        Some(rc) => json::opt_ptr_object(&rc, "bandwidth", ".runtimeConfig.bandwidth", "main.BandwidthEntry")
+            .map_err(|e| e.context(CTX))?,
         None => None,
     };
     let runtime = runtime

@@ -75,7 +75,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
     };
     let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"), RUNTIME_CONFIG_MAC)
         .map_err(ctx)?
-        .map(|rc| json::opt_str(&rc, "mac", "TuningConf.runtimeConfig.mac").map(|m| m.map(str::to_string)))
+        .map(|rc| json::opt_str(&rc, "mac", ".runtimeConfig.mac").map(|m| m.map(str::to_string)))
         .transpose()
         .map_err(ctx)?
         .flatten()
@@ -87,7 +87,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
         r#"struct { A *main.IPAMArgs "json:\"cni\"" }"#,
     )
     .map_err(ctx)?
-    .map(|a| json::opt_ptr_object(&a, "cni", "TuningConf.args.cni", "*main.IPAMArgs"))
+    .map(|a| json::opt_ptr_object(&a, "cni", ".args.cni", "main.IPAMArgs"))
     .transpose()
     .map_err(ctx)?
     .flatten();

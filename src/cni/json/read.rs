@@ -299,13 +299,15 @@ pub fn opt_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) ->
 }
 
 /// A pointer-to-struct field: as [`opt_object`], but a `null` drops what came before.
+/// `go_type` is the struct's type: Go names the pointed-to type in its errors.
 pub fn opt_ptr_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
+    let pointee = go_type.trim_start_matches('*');
     let mut parts: Option<Vec<&Object>> = None;
-    for v in obj.written(key, go_type) {
+    for v in obj.written(key, &format!("*{pointee}")) {
         match v {
             Json::Null => parts = None,
             Json::Object(o) => parts.get_or_insert_with(Vec::new).push(o),
-            other => undecodable::<()>(type_error(other, path, go_type)).map(|_| ())?,
+            other => undecodable::<()>(type_error(other, path, pointee)).map(|_| ())?,
         }
     }
     Ok(parts.map(|parts| Fields { parts, shadowed: None }))

@@ -199,7 +199,7 @@ impl Config {
             r#"struct { A *allocator.IPAMArgs "json:\"cni\"" }"#,
         )?;
         let args_ips = match args
-            .map(|a| json::opt_ptr_object(&a, "cni", "Net.args.cni", "allocator.IPAMArgs"))
+            .map(|a| json::opt_ptr_object(&a, "cni", ".args.cni", "allocator.IPAMArgs"))
             .transpose()?
             .flatten()
         {

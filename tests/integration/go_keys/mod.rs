@@ -10,8 +10,8 @@
 //!   Capitalized (and an object value split over two spellings), whose whole outcome is
 //!   compared: exit codes, results, and the kernel and disk state after ADD and after DEL
 //!   ([`world`]); and `null`, the key written twice (then `null`; a wrong type first) and a
-//!   wrong type per kind of value, written in a second spelling, whose codes and ADD
-//!   results are compared.
+//!   wrong type per kind of value, written in a second spelling, whose codes, ADD
+//!   results and error messages (Go's wording) are compared.
 //! * The oracle is the reference given the same config, except where it cannot be: a key
 //!   Debian's 1.1.1 lacks ([`samples::NEWER`]) is compared with cnibox's own canonical run
 //!   (a mistyped one must fail with Go's decode error, as the current reference does); the
@@ -436,6 +436,12 @@ fn codes(applet: &'static Applet) {
         messages.len(),
         if messages.is_empty() { "" } else { ":\n" },
         messages.join("\n")
+    );
+    // Go's wording is the spec too: runtimes log it and users search for it
+    mismatches.extend(
+        messages
+            .iter()
+            .map(|m| format!("the error is worded otherwise than the reference's: {m}")),
     );
     report(applet, "code cases", compared_cases, &mismatches);
 }
