@@ -172,8 +172,10 @@ fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
         // `find` resolves aliases
         Kind::Alias(target) => unreachable!("alias of {target} not resolved"),
     };
-    // Before `exit`: the process's own close of a netfilter socket would wait for the kernel.
+    // Before `exit`: the process's own close of a netfilter socket, or of a private procfs
+    // instance, would wait for the kernel.
     crate::netlink::nftables::close_shared();
+    crate::sysctl::close_shared();
     code
 }
 

@@ -20,6 +20,8 @@ const IFF_UP: u32 = 0x1;
 const IFF_PROMISC: u32 = 0x100;
 const IFF_ALLMULTI: u32 = 0x200;
 const IFF_LOWER_UP: u32 = 0x10000;
+/// `struct ifinfomsg`: the fixed header in front of a link message's attributes.
+pub(crate) const IFINFOMSG_LEN: usize = 16;
 
 /// A network interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,15 +192,20 @@ impl<T: Transport> Handle<T> {
 
     fn find_link(&self, link: LinkRef<'_>) -> Result<Option<Link>> {
         let op = Op::new("get", link.to_string());
-        let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
-        match self.get(&op, wire::RTM_GETLINK, finish(&op, b, a)?) {
-            Ok(msgs) => match msgs.iter().find(|m| m.kind == wire::RTM_NEWLINK) {
-                Some(m) => Ok(Some(decode_link(&op, m)?)),
-                None => Ok(None),
-            },
+        match self.link_message(&op, link) {
+            Ok(m) => Ok(Some(decode_link(&op, &m)?)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The kernel's RTM_NEWLINK about one link; NotFound when there is none.
+    pub(crate) fn link_message(&self, op: &Op, link: LinkRef<'_>) -> Result<Message> {
+        let (b, a) = link_msg(op, link, wire::AF_UNSPEC)?;
+        let msgs = self.get(op, wire::RTM_GETLINK, finish(op, b, a)?)?;
+        msgs.into_iter()
+            .find(|m| m.kind == wire::RTM_NEWLINK)
+            .ok_or_else(|| op.error(ErrorKind::NotFound))
     }
 
     /// Every link in the handle's namespace.

@@ -76,7 +76,7 @@ impl Plugin for Macvlan {
             Some(ipam_type) => {
                 let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
                 result = iface::with_addresses(result, ipam);
-                iface::announce(&spaces.ns, &req.ifname, "macvlan");
+                iface::announce(&spaces.ns, cont, index, &req.ifname, "macvlan");
                 // A macvlan shares a real L2 segment: keep DAD (configure waits for it).
                 iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
             }

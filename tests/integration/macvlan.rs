@@ -976,6 +976,37 @@ fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
     }
 }
 
+/// The macvlan's `arp_notify` is set over netlink (IFLA_INET_CONF): the ADD opens no
+/// /proc/sys path for it (only `ndisc_notify`'s, which the kernel sets no other way), and
+/// /proc reads 1 as the reference leaves it. Before, it was a /proc/sys/net lookup, whose
+/// cost grows with the network namespaces on the node.
+#[test]
+fn arp_notify_is_set_over_netlink() {
+    let w = World::new(Placement::Host);
+    let c = w.conf("1.0.0", json!({}));
+    let log = w.env.tmp.path().join(common::unique("strace"));
+    w.env
+        .call("macvlan")
+        .verb("ADD", "ctr1", w.ns.path_str(), IFNAME)
+        .config(&c)
+        .run_under(&[
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=open,openat",
+            "-o",
+            log.to_str().unwrap(),
+        ])
+        .success();
+    let opened = std::fs::read_to_string(&log).unwrap();
+    assert!(!opened.contains("arp_notify"), "{opened}");
+    assert!(opened.contains("ndisc_notify"), "{opened}");
+    assert_eq!(w.ns.sysctl(&format!("net/ipv4/conf/{IFNAME}/arp_notify")), "1");
+    w.call("DEL", &c).success();
+    w.assert_clean("DEL");
+}
+
 /// DEL in every situation a runtime produces, in every spec version: the shared matrix
 /// (`reliability::del_matrix`).
 #[test]
