@@ -18,11 +18,10 @@ use crate::cni::netaddr::parse_mac;
 use crate::cni::result::Dns;
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
-use crate::netlink::{Handle, Link, MacAddr};
+use crate::netlink::{Handle, Ipv4Conf, Link, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation, netns_open};
-use crate::sysctl;
 use crate::tun::{flags, Tap, TapSpec};
 
 pub struct TapPlugin;
@@ -119,7 +118,7 @@ impl Plugin for TapPlugin {
         if let Some(ipam_type) = &conf.ipam_type {
             result = iface::with_addresses(result, ipam_delegation::add(ipam_type, req, &mut rollback)?);
             // best effort, as in the reference
-            if let Err(e) = sysctl::set_in(&ns, &sysctl::ipv4_conf(&req.ifname, "arp_notify"), "1") {
+            if let Err(e) = cont.set_ipv4_conf(index, &[(Ipv4Conf::ArpNotify, 1)]) {
                 eprintln!("cnibox tap: {e}");
             }
             iface::configure(&ns, &cont, &req.ifname, &result)?;
