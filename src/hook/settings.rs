@@ -49,7 +49,11 @@ struct Source<'a> {
 
 impl<'a> Source<'a> {
     fn new(annotations: &'a BTreeMap<String, String>, env: &'a [String]) -> Source<'a> {
-        let env = env.iter().filter_map(|kv| kv.split_once('=')).collect();
+        // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+        // ~4 KB per element type (see `util::sort`).
+        let mut map = BTreeMap::new();
+        map.extend(env.iter().filter_map(|kv| kv.split_once('=')));
+        let env = map;
         Source { annotations, env }
     }
 

@@ -197,11 +197,11 @@ fn add_rule<'a>(h: &'a Handle, rb: &mut Rollback<'a>, ip: IpAddr, table: u32, fa
 fn tables_in_use(h: &Handle) -> Result<BTreeSet<u32>, Error> {
     let rules = h.rules(Family::All).map_err(failed("Failed to list all rules"))?;
     let routes = h.routes(Family::All).map_err(failed("Failed to list all routes"))?;
-    Ok(rules
-        .iter()
-        .map(|r| r.table)
-        .chain(routes.iter().map(|r| r.table))
-        .collect())
+    // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+    // ~4 KB per element type (see `util::sort`).
+    let mut tables = BTreeSet::new();
+    tables.extend(rules.iter().map(|r| r.table).chain(routes.iter().map(|r| r.table)));
+    Ok(tables)
 }
 
 fn next_free(used: &BTreeSet<u32>, from: u32) -> u32 {

@@ -108,7 +108,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
                     None => conf.sysctl.push((k, v)),
                 }
             }
-            conf.sysctl.sort();
+            crate::util::sort::sort(&mut conf.sysctl);
         }
         // pointer fields: present (even empty) replaces, `null` is nil
         if let Some(m) = json::opt_ptr_str(&a, "mac", &path("mac")).map_err(ctx)? {

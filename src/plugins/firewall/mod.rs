@@ -213,7 +213,11 @@ fn addresses(prev: &CniResult) -> Vec<IpAddr> {
 
 /// The families that have addresses (the reference's `findProtos`): no address, no process.
 fn families(addresses: &[IpAddr]) -> BTreeSet<Family> {
-    addresses.iter().map(|ip| Family::of(*ip)).collect()
+    // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+    // ~4 KB per element type (see `util::sort`).
+    let mut families = BTreeSet::new();
+    families.extend(addresses.iter().map(|ip| Family::of(*ip)));
+    families
 }
 
 fn of_family(addresses: &[IpAddr], family: Family) -> Vec<IpAddr> {
@@ -380,14 +384,17 @@ fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result
     let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
         .into_iter()
         .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));
-    let held: BTreeSet<IpAddr> = keep.iter().flat_map(|r| r.addresses.iter().copied()).collect();
-    let doomed: Vec<IpAddr> = gone
-        .iter()
-        .flat_map(|r| r.addresses.iter().copied())
-        .filter(|a| !held.contains(a))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+    // ~4 KB per element type (see `util::sort`).
+    let mut held = BTreeSet::new();
+    held.extend(keep.iter().flat_map(|r| r.addresses.iter().copied()));
+    let mut doomed = BTreeSet::new();
+    doomed.extend(
+        gone.iter()
+            .flat_map(|r| r.addresses.iter().copied())
+            .filter(|a| !held.contains(a)),
+    );
+    let doomed: Vec<IpAddr> = doomed.into_iter().collect();
     iptables_del(&lock, &doomed)?;
     for r in gone {
         records::remove(&lock, &conf.data_dir, network, &r.container_id, &r.ifname)
