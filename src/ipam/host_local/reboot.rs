@@ -393,25 +393,28 @@ fn build(
 
 /// The names of the reservations made in an earlier boot (see the module comment).
 pub fn stale_names(live: &OwnedFd, index: &Index) -> Result<BTreeSet<String>, StoreError> {
+    // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+    // ~4 KB per element type (see `util::sort`).
+    let mut stale = BTreeSet::new();
     if index.is_current(live)? {
         let names = list_dir(live).map_err(|e| StoreError::os("list", "network directory", e))?;
-        return Ok(names
-            .into_iter()
-            .filter(|n| super::store::reservation_ip(n).is_some())
-            .collect());
+        stale.extend(names.into_iter().filter(|n| super::store::reservation_ip(n).is_some()));
+        return Ok(stale);
     }
-    Ok(index
-        .all()?
-        .into_iter()
-        .filter(|e| {
-            let name = e.ip.to_string();
-            read_small(live, &name, super::store::MAX_RESERVATION)
-                .ok()
-                .and_then(|b| index::Owner::parse(&b))
-                == Some(e.owner.clone())
-        })
-        .map(|e| e.ip.to_string())
-        .collect())
+    stale.extend(
+        index
+            .all()?
+            .into_iter()
+            .filter(|e| {
+                let name = e.ip.to_string();
+                read_small(live, &name, super::store::MAX_RESERVATION)
+                    .ok()
+                    .and_then(|b| index::Owner::parse(&b))
+                    == Some(e.owner.clone())
+            })
+            .map(|e| e.ip.to_string()),
+    );
+    Ok(stale)
 }
 
 #[cfg(test)]
