@@ -1,7 +1,9 @@
 //! The IPAM applets, one module each (e.g. [`host_local`], whose allocator, config, owner
-//! index, ranges and on-disk store are its own submodules), and what they share:
+//! index, ranges and on-disk store are its own submodules; [`dhcp`], with its daemon), and
+//! what they share:
 //! [`resolv`] (a resolv.conf into a result's DNS) and [`result`] (the answer every IPAM
 //! applet gives).
+pub mod dhcp;
 pub mod host_local;
 pub mod resolv;
 
