@@ -146,13 +146,11 @@ impl Plugin for Macvlan {
             || None,
         );
         let mut teardown = Teardown::new("macvlan");
-        // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has put
-        // back the MAC from before its ADD (prevResult reports tuning's).
-        teardown.step(container_link::delete(req, None, "macvlan"));
-        // Released after the link is gone, so an address is never free while configured.
-        if let Some(t) = &ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
+        ipam_delegation::del_with_interface(&mut teardown, ipam_type.as_deref(), req, |t| {
+            // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has
+            // put back the MAC from before its ADD (prevResult reports tuning's).
+            t.step(container_link::delete(req, None, "macvlan"))
+        });
         teardown.finish()
     }
 
