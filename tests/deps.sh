@@ -5,9 +5,10 @@
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
 # golang-github-appc-cni-dev: the libcni interop test; time/strace, go-cni (containerd's
 # client library) and netavark (podman's network backend): make bench; docker.io: the Docker
-# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons).
+# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons); dnsmasq-base (the
+# binary without its system service) and busybox's udhcpd: the DHCP servers of the dhcp tests.
 set -eu
-PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
+PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file dnsmasq-base \
 golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark docker.io"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""

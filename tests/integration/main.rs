@@ -71,6 +71,7 @@ mod bridge;
 mod chains;
 mod cnitool;
 mod common_keys;
+mod dhcp;
 mod docker;
 mod firewall;
 mod flannel;

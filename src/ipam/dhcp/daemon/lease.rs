@@ -240,10 +240,9 @@ pub enum Action {
     Bound,
     /// Acquiring for ADD failed: answer with this and forget the lease.
     Failed(String),
-    /// The lease is lost (expired, or refused): stop using the address.
+    /// The lease came back after a loss with another address than the one the container
+    /// holds: the interface goes down, so the old address is not used any more.
     LinkDown,
-    /// The same address is held again after a loss.
-    LinkUp,
 }
 
 /// A lease of one attachment.
@@ -451,12 +450,13 @@ impl Lease {
         actions
     }
 
-    /// The lease is gone (expired, or a server refused it): the address must not be used;
-    /// acquire again, for as long as it takes.
+    /// The lease is gone (expired, or a server refused it): acquire again at once, for as
+    /// long as it takes. The interface stays up meanwhile: the acquisition goes through it,
+    /// and servers give a client its address again when they can.
     fn lose(&mut self, now: Instant, why: &str, rng: &mut Rng) -> Vec<Action> {
         let id = self.params.client_id.clone();
         self.lost = self.binding.take().map(|b| b.address).or(self.lost);
-        let mut out = vec![Action::Log(format!("{id}: {why}, bringing interface DOWN and acquiring again")), Action::LinkDown];
+        let mut out = vec![Action::Log(format!("{id}: {why}, acquiring again"))];
         out.extend(self.discover(now, None, rng));
         out
     }
@@ -480,11 +480,7 @@ impl Lease {
             Lost,
         }
         let answer = match (&self.phase, reply.message_type()) {
-            (Phase::Selecting, Some(MessageType::Offer))
-                if message::is_host_address(reply.yiaddr) && server.is_some_and(message::is_host_address) =>
-            {
-                Answer::Offer
-            }
+            (Phase::Selecting, Some(MessageType::Offer)) if acceptable_offer(&reply, now) => Answer::Offer,
             (Phase::Requesting(o), Some(MessageType::Ack)) if server == o.server_id() && reply.yiaddr == o.yiaddr => {
                 Answer::Ack
             }
@@ -546,12 +542,11 @@ impl Lease {
             "{id}: {event} ({}/{} from {}), expiration is {expiry}",
             binding.address, binding.prefix, binding.server
         ))];
-        match self.lost.take() {
-            Some(a) if a == binding.address => out.push(Action::LinkUp),
-            Some(a) => out.push(Action::Log(format!(
-                "{id}: the new address is not {a}, which the container holds: its interface stays down"
-            ))),
-            None => {}
+        if let Some(a) = self.lost.take().filter(|a| *a != binding.address) {
+            out.push(Action::Log(format!(
+                "{id}: the new address is not {a}, which the container holds: bringing interface DOWN"
+            )));
+            out.push(Action::LinkDown);
         }
         self.binding = Some(binding);
         self.phase = Phase::Bound;
@@ -559,6 +554,18 @@ impl Lease {
         out.push(Action::Bound);
         out
     }
+}
+
+/// An OFFER whose lease would be taken: a server to ask, an address and lease time the ACK
+/// may bring (only a missing subnet mask is left for the ACK to fail on, as the reference).
+fn acceptable_offer(offer: &Reply, now: (SystemTime, Instant)) -> bool {
+    if !offer.server_id().is_some_and(message::is_host_address) {
+        return false;
+    }
+    matches!(
+        Binding::from_ack(offer.clone(), vec![], [0; 6], now),
+        Ok(_) | Err(Unfit::Fails(_))
+    )
 }
 
 fn nak_text(nak: &Reply) -> String {
@@ -671,18 +678,19 @@ mod tests {
         }
         assert!((4..30).contains(&sends), "{sends} transmissions while renewing");
         assert_eq!(l.phase, Phase::Rebinding);
-        // expiry at 100 s: the link goes down, DISCOVER again
+        // expiry at 100 s: DISCOVER again
         let a = l.on_timer(t0 + Duration::from_secs(101), &mut rng);
-        assert!(a.contains(&Action::LinkDown), "{a:?}");
+        assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("lease expired"))), "{a:?}");
         assert_eq!(l.phase, Phase::Selecting);
         let (discover, _, _) = sent(&a).remove(0);
-        // the same address again brings the link up
+        // the same address again: the interface stays as it is
         let (offer, bytes) = reply(2, &discover, 100, &[]);
         let a = l.on_reply(offer, &bytes, SERVER_MAC, at(t0, 112.0), &mut rng);
         let (request, _, _) = sent(&a).remove(0);
         let (ack, bytes) = reply(5, &request, 100, &[]);
         let a = l.on_reply(ack, &bytes, SERVER_MAC, at(t0, 112.1), &mut rng);
-        assert!(a.contains(&Action::LinkUp) && a.contains(&Action::Bound), "{a:?}");
+        assert!(a.contains(&Action::Bound) && !a.contains(&Action::LinkDown), "{a:?}");
+        assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("lease acquired again"))), "{a:?}");
     }
 
     #[test]
@@ -694,10 +702,21 @@ mod tests {
         let (renew, _, _) = sent(&a).remove(0);
         let (nak, bytes) = reply(6, &renew, 100, &[56, 3, b'n', b'o', 0]);
         let a = l.on_reply(nak, &bytes, SERVER_MAC, at(t0, 60.1), &mut rng);
-        assert!(a.contains(&Action::LinkDown), "{a:?}");
         assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("Nak (msg: no?)"))), "{a:?}");
         assert_eq!(l.phase, Phase::Selecting);
         assert!(l.binding.is_none());
+        // another address comes back: the container's is not its own any more
+        let (discover, _, _) = sent(&a).remove(0);
+        let (mut offer, mut bytes) = reply(2, &discover, 100, &[]);
+        offer.yiaddr = Ipv4Addr::new(10, 0, 0, 6);
+        bytes[16..20].copy_from_slice(&[10, 0, 0, 6]);
+        let a = l.on_reply(offer, &bytes, SERVER_MAC, at(t0, 60.2), &mut rng);
+        let (request, _, _) = sent(&a).remove(0);
+        let (mut ack, mut bytes) = reply(5, &request, 100, &[]);
+        ack.yiaddr = Ipv4Addr::new(10, 0, 0, 6);
+        bytes[16..20].copy_from_slice(&[10, 0, 0, 6]);
+        let a = l.on_reply(ack, &bytes, SERVER_MAC, at(t0, 60.3), &mut rng);
+        assert!(a.contains(&Action::LinkDown) && a.contains(&Action::Bound), "{a:?}");
     }
 
     #[test]

@@ -87,12 +87,9 @@ pub fn open(att: &Attachment, expected_mac: Option<[u8; 6]>, log: &mut dyn FnMut
     })
 }
 
-/// Sets the attachment's interface down or up (a lost lease's address must not be used).
-pub fn set_up(att: &Attachment, up: bool) -> Result<(), Unreachable> {
-    in_netns(att, |h, ifname| {
-        let r = if up { h.set_up(ifname) } else { h.set_down(ifname) };
-        r.map_err(|e| Unreachable::Failed(e.to_string()))
-    })
+/// Sets the attachment's interface down (the address it holds is not its lease's).
+pub fn set_down(att: &Attachment) -> Result<(), Unreachable> {
+    in_netns(att, |h, ifname| h.set_down(ifname).map_err(|e| Unreachable::Failed(e.to_string())))
 }
 
 /// True while the namespace path exists.

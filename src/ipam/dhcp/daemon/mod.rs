@@ -526,10 +526,9 @@ impl Daemon {
                         self.answer(w, Err(msg.clone()));
                     }
                 }
-                Action::LinkDown | Action::LinkUp => {
-                    let up = action == Action::LinkUp;
-                    if let Err(e) = link::set_up(&self.entries[i].att, up) {
-                        log(&format!("{id}: setting {} {}: {}", self.entries[i].att.ifname, if up { "up" } else { "down" }, e.message()));
+                Action::LinkDown => {
+                    if let Err(e) = link::set_down(&self.entries[i].att) {
+                        log(&format!("{id}: setting {} down: {}", self.entries[i].att.ifname, e.message()));
                     }
                 }
             }
