@@ -5,6 +5,8 @@
 #   sudo make demo       two containers on a bridge, inside private namespaces
 #   sudo make bench      cnibox against the Go plugins, netavark, Docker and the kernel floor (~2.5 min;
 #                        knobs as arguments, e.g. `sudo make bench N=15` for the long run: see below)
+#   make fuzz            coverage-guided fuzzing of the parsers of network and socket input (cargo-fuzz,
+#                        nightly Rust; FUZZ_TIME=60 seconds per target)
 
 PREFIX      ?= /usr/local
 CNI_BIN_DIR ?= /opt/cni/bin
@@ -14,7 +16,7 @@ GNU         := x86_64-unknown-linux-gnu
 TARGET      ?= $(shell if [ -d "$$(rustc --print sysroot)/lib/rustlib/$(MUSL)" ]; then echo $(MUSL); else echo $(GNU); fi)
 BIN          = target/$(TARGET)/release/cnibox
 
-.PHONY: all build install uninstall test test-deps check demo bench clean fmt lint
+.PHONY: all build install uninstall test test-deps check demo bench clean fmt lint fuzz
 
 all: build
 
@@ -76,3 +78,13 @@ demo:
 bench: test-deps build
 	bash benches/bench.sh $(BIN)
 	bash benches/docker.sh $(BIN)
+
+# cargo-fuzz targets (fuzz/, its own crate and workspace): what a DHCP server sends the dhcp
+# daemon's packet socket, and what a client writes to its unix socket. Each runs FUZZ_TIME
+# seconds and prints libFuzzer's statistics (executions, coverage); a crash stops it with the
+# input saved under fuzz/artifacts/. Needs `cargo install cargo-fuzz` and a nightly toolchain.
+FUZZ_TIME ?= 60
+FUZZ_TARGETS ?= dhcp_reply rpc_stream
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_TIME) -print_final_stats=1 || exit 1; done
