@@ -311,10 +311,11 @@ if section resources; then
     trow "peak RSS, one bridge ADD (KiB)" "$ra" "$rb" "$(ratio "$ra" "$rb")"
     sa=$(stat -L -c %s "$BIN"); sb=0
     # the reference binaries cnibox's plugin applets replace (veth is ptp)
-    for p in bridge ptp macvlan host-local loopback tuning bandwidth portmap firewall; do
+    replaced=(bridge ptp macvlan host-local loopback tuning bandwidth portmap firewall dhcp)
+    for p in "${replaced[@]}"; do
         sb=$((sb + $(stat -L -c %s "$REF/$p")))
     done
-    trow "binary size (KiB; reference = its 9 binaries)" "$((sa / 1024))" "$((sb / 1024))" "$(ratio "$sa" "$sb")"
+    trow "binary size (KiB; reference = its ${#replaced[@]} binaries)" "$((sa / 1024))" "$((sb / 1024))" "$(ratio "$sa" "$sb")"
     syscalls() {  # IMPL -> SC_TOTAL SC_SENDS SC_PROCS
         local cf="$WORK/st-$1.json"; instantiate "$BRIDGE" > "$cf"; make_containers 1
         CNI_COMMAND=ADD CNI_CONTAINERID=st CNI_NETNS=/run/netns/${CTRS[0]} CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \

@@ -563,7 +563,7 @@ pub(crate) mod tests {
         let body = frame(&out).unwrap().unwrap();
         d.message(&out[body]).unwrap();
         let mut deep = vec![0xff, 0x84, 0x00];
-        deep.extend(std::iter::repeat_n(1u8, 40));
+        deep.extend([1u8; 40]);
         deep.push(0);
         assert!(d.message(&deep).unwrap_err().contains("too deep"));
         // lengths: zero, past the limit, and a partial message
