@@ -51,7 +51,8 @@ impl IpamConfig {
             let p = |k: &str| format!("ProvideOption.ipam.provide.{k}");
             provide.push(Provide {
                 option: str_of(json::value_field(&o, "option", "main.DHCPOption", |v| {
-                    v.as_str().ok_or_else(|| json::type_error(v, &p("option"), "main.DHCPOption"))
+                    v.as_str()
+                        .ok_or_else(|| json::type_error(v, &p("option"), "main.DHCPOption"))
                 })?),
                 value: str_of(json::opt_str(&o, "value", &p("value"))?),
                 from_arg: str_of(json::opt_str(&o, "fromArg", &p("fromArg"))?),
@@ -64,7 +65,8 @@ impl IpamConfig {
             request.push(RequestOption {
                 skip_default: json::opt_bool(&o, "skipDefault", &p("skipDefault"))?.unwrap_or(false),
                 option: str_of(json::value_field(&o, "option", "main.DHCPOption", |v| {
-                    v.as_str().ok_or_else(|| json::type_error(v, &p("option"), "main.DHCPOption"))
+                    v.as_str()
+                        .ok_or_else(|| json::type_error(v, &p("option"), "main.DHCPOption"))
                 })?),
             });
         }
@@ -141,7 +143,11 @@ pub fn prepare(cni_args: &str, conf: &IpamConfig) -> Result<Options, String> {
         let code = option_code(&p.option)?;
         if !p.value.is_empty() {
             if p.value.len() > 255 {
-                return Err(format!("value too long for option {}: {}", go_quote(&p.option), go_quote(&p.value)));
+                return Err(format!(
+                    "value too long for option {}: {}",
+                    go_quote(&p.option),
+                    go_quote(&p.value)
+                ));
             }
             provide(code, &p.value);
         }
@@ -257,10 +263,21 @@ mod tests {
     fn options_as_the_reference_prepares_them() {
         let conf = IpamConfig {
             provide: vec![
-                Provide { option: "host-name".into(), value: "fixed".into(), from_arg: "K8S_POD_NAME".into() },
-                Provide { option: "60".into(), value: "cnibox".into(), from_arg: String::new() },
+                Provide {
+                    option: "host-name".into(),
+                    value: "fixed".into(),
+                    from_arg: "K8S_POD_NAME".into(),
+                },
+                Provide {
+                    option: "60".into(),
+                    value: "cnibox".into(),
+                    from_arg: String::new(),
+                },
             ],
-            request: vec![RequestOption { skip_default: false, option: "121".into() }],
+            request: vec![RequestOption {
+                skip_default: false,
+                option: "121".into(),
+            }],
             ..IpamConfig::default()
         };
         let o = prepare("IgnoreUnknown=1;K8S_POD_NAME=web-0;K8S_POD_NAMESPACE=default", &conf).unwrap();
@@ -269,7 +286,10 @@ mod tests {
         let o = prepare("", &conf).unwrap();
         assert_eq!(o.provided[0], (12, b"fixed".to_vec()));
         let skip = IpamConfig {
-            request: vec![RequestOption { skip_default: true, option: String::new() }],
+            request: vec![RequestOption {
+                skip_default: true,
+                option: String::new(),
+            }],
             ..IpamConfig::default()
         };
         assert_eq!(prepare("", &skip).unwrap().requested, vec![1, 3, 15, 6]);
@@ -278,7 +298,10 @@ mod tests {
     #[test]
     fn bad_options_fail_with_the_references_words() {
         let with = |option: &str| IpamConfig {
-            request: vec![RequestOption { skip_default: false, option: option.into() }],
+            request: vec![RequestOption {
+                skip_default: false,
+                option: option.into(),
+            }],
             ..IpamConfig::default()
         };
         assert_eq!(
@@ -290,10 +313,16 @@ mod tests {
             "Can not parse option \"256\": Can not parse option: strconv.ParseUint: parsing \"256\": value out of range"
         );
         let long = IpamConfig {
-            provide: vec![Provide { option: "host-name".into(), value: "x".repeat(256), from_arg: String::new() }],
+            provide: vec![Provide {
+                option: "host-name".into(),
+                value: "x".repeat(256),
+                from_arg: String::new(),
+            }],
             ..IpamConfig::default()
         };
-        assert!(prepare("", &long).unwrap_err().starts_with("value too long for option \"host-name\": \"xxx"));
+        assert!(prepare("", &long)
+            .unwrap_err()
+            .starts_with("value too long for option \"host-name\": \"xxx"));
     }
 
     #[test]

@@ -255,7 +255,10 @@ fn type_of(def: &Value) -> Result<Type, Error> {
     }
     if let Some(t) = def.field("ArrayT") {
         let len = t.int("Len").unwrap_or(0);
-        return Ok(Type::Array(id(t.field("Elem"))?, u64::try_from(len).map_err(|_| "gob: bad array length")?));
+        return Ok(Type::Array(
+            id(t.field("Elem"))?,
+            u64::try_from(len).map_err(|_| "gob: bad array length")?,
+        ));
     }
     if let Some(t) = def.field("MapT") {
         return Ok(Type::Map(id(t.field("Key"))?, id(t.field("Elem"))?));
@@ -485,7 +488,12 @@ pub(crate) mod tests {
 
     #[test]
     fn integers_as_gob_encodes_them() {
-        for (u, bytes) in [(0u64, &[0u8][..]), (127, &[0x7f]), (128, &[0xff, 0x80]), (256, &[0xfe, 1, 0])] {
+        for (u, bytes) in [
+            (0u64, &[0u8][..]),
+            (127, &[0x7f]),
+            (128, &[0xff, 0x80]),
+            (256, &[0xfe, 1, 0]),
+        ] {
             let mut out = vec![];
             put_uint(&mut out, u);
             assert_eq!(out, bytes);
@@ -531,7 +539,11 @@ pub(crate) mod tests {
     fn our_definitions_are_what_go_sends() {
         // the first two messages of GO_REQUEST define rpc.Request as type 65
         let mut out = vec![];
-        define(&mut out, 65, &Def::Struct("Request", &[("ServiceMethod", STRING), ("Seq", UINT)]));
+        define(
+            &mut out,
+            65,
+            &Def::Struct("Request", &[("ServiceMethod", STRING), ("Seq", UINT)]),
+        );
         assert_eq!(out, unhex(&GO_REQUEST[..0x30 * 2]));
         // and a slice type, unnamed as ours are
         let mut d = Decoder::new();

@@ -160,7 +160,10 @@ impl Reply {
         };
         reply.read_options(&b[FIXED_LEN + 4..], true)?;
         // RFC 2131 4.1: file first, then sname, when option 52 moved options there
-        let overload = reply.option(opt::OVERLOAD).and_then(|v| v.first().copied()).unwrap_or(0);
+        let overload = reply
+            .option(opt::OVERLOAD)
+            .and_then(|v| v.first().copied())
+            .unwrap_or(0);
         if overload & 1 != 0 {
             reply.read_options(&b[FILE], false)?;
         }

@@ -29,8 +29,12 @@ const START_IT: &str = "is the DHCP daemon running? Start it with `cnibox dhcp d
 
 /// The config as the plugin reads it: only where the daemon is; the daemon reads the rest.
 fn load(req: &Request) -> Result<IpamConfig, Error> {
-    IpamConfig::read(&req.config)
-        .map_err(|e| Error::internal(format!("error obtaining socketPath: error parsing socket path conf: {}", e.msg)))
+    IpamConfig::read(&req.config).map_err(|e| {
+        Error::internal(format!(
+            "error obtaining socketPath: error parsing socket path conf: {}",
+            e.msg
+        ))
+    })
 }
 
 fn dial(conf: &IpamConfig) -> Result<Client, Error> {

@@ -98,7 +98,11 @@ impl Client {
             buf.extend_from_slice(&chunk[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..end]);
-        let status = head.lines().next().and_then(|l| l.split_once(' ')).map_or("", |(_, s)| s);
+        let status = head
+            .lines()
+            .next()
+            .and_then(|l| l.split_once(' '))
+            .map_or("", |(_, s)| s);
         if status != "200 Connected to Go RPC" {
             return Err(format!("dial-http unix {p}: unexpected HTTP response: {status}"));
         }
@@ -308,14 +312,23 @@ fn define_reply_types(out: &mut Vec<u8>) {
     let defs: [(i64, Def); 8] = [
         (
             RESPONSE,
-            Def::Struct("Response", &[("ServiceMethod", STRING), ("Seq", UINT), ("Error", STRING)]),
+            Def::Struct(
+                "Response",
+                &[("ServiceMethod", STRING), ("Seq", UINT), ("Error", STRING)],
+            ),
         ),
         (
             RESULT,
-            Def::Struct("Result", &[("CNIVersion", STRING), ("IPs", IP_CONFIGS), ("Routes", ROUTES)]),
+            Def::Struct(
+                "Result",
+                &[("CNIVersion", STRING), ("IPs", IP_CONFIGS), ("Routes", ROUTES)],
+            ),
         ),
         (IP_CONFIGS, Def::Slice(IP_CONFIG)),
-        (IP_CONFIG, Def::Struct("IPConfig", &[("Address", IP_NET), ("Gateway", BYTES)])),
+        (
+            IP_CONFIG,
+            Def::Struct("IPConfig", &[("Address", IP_NET), ("Gateway", BYTES)]),
+        ),
         (ROUTES, Def::Slice(ROUTE)),
         (
             ROUTE,
@@ -405,7 +418,11 @@ fn net_of(v: Option<&Value>) -> Result<IpNetwork, String> {
         _ => mask,
     };
     let ones: u32 = mask.iter().map(|b| b.count_ones()).sum();
-    let contiguous = mask.iter().flat_map(|b| (0..8).rev().map(move |i| b >> i & 1)).skip(ones as usize).all(|bit| bit == 0);
+    let contiguous = mask
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1))
+        .skip(ones as usize)
+        .all(|bit| bit == 0);
     let full = if ip.is_ipv4() { 4 } else { 16 };
     if mask.len() != full || !contiguous {
         return Err("a non-canonical mask".into());
@@ -438,10 +455,14 @@ pub fn result_of(v: &Value) -> Result<CniResult, String> {
     }
     if let Some(dns) = v.field("DNS") {
         let list = |name| {
-            let items: Vec<String> = dns.list(name).iter().map(|s| match s {
-                Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                _ => String::new(),
-            }).collect();
+            let items: Vec<String> = dns
+                .list(name)
+                .iter()
+                .map(|s| match s {
+                    Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    _ => String::new(),
+                })
+                .collect();
             (!items.is_empty()).then_some(items)
         };
         r.dns = Dns {
@@ -524,7 +545,10 @@ mod tests {
         let Some(Incoming::Call(call)) = s.next_incoming().unwrap() else {
             panic!("no call")
         };
-        assert_eq!((call.method.as_str(), call.args.ifname.as_str()), ("DHCP.Allocate", "eth0"));
+        assert_eq!(
+            (call.method.as_str(), call.args.ifname.as_str()),
+            ("DHCP.Allocate", "eth0")
+        );
         let mut plain = ServerConn::default();
         plain.input.extend_from_slice(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
         assert_eq!(plain.next_incoming().unwrap(), Some(Incoming::Refused(MUST_CONNECT)));

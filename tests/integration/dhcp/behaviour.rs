@@ -25,9 +25,11 @@ fn log_has(lan: &Lan, id: &str, what: &str) -> Result<(), String> {
 }
 
 fn released(lan: &Lan, ip: &str) {
-    wait_until(SECS(5), &format!("{ip} released on the server"), || match lan.lease_of(ip) {
-        None => Ok(()),
-        Some(l) => Err(format!("{l:?}")),
+    wait_until(SECS(5), &format!("{ip} released on the server"), || {
+        match lan.lease_of(ip) {
+            None => Ok(()),
+            Some(l) => Err(format!("{l:?}")),
+        }
     });
 }
 
@@ -49,9 +51,18 @@ fn a_lease_life(uplink: Uplink, kind: ServerKind) {
     assert_eq!(result["ips"][0]["address"], format!("{ip}/24"));
     assert_eq!(result["ips"][0]["gateway"], SERVER);
     assert_eq!(result["routes"], json!([{"dst": "0.0.0.0/0", "gw": SERVER}]));
-    assert_eq!(ns.addrs("eth0").iter().filter(|a| a.starts_with(NET)).collect::<Vec<_>>(), [&format!("{ip}/24")]);
+    assert_eq!(
+        ns.addrs("eth0")
+            .iter()
+            .filter(|a| a.starts_with(NET))
+            .collect::<Vec<_>>(),
+        [&format!("{ip}/24")]
+    );
     assert!(ns.ping(SERVER), "the container reaches the server");
-    let mac = ns.ip_json(&["link", "show", "eth0"])[0]["address"].as_str().unwrap().to_string();
+    let mac = ns.ip_json(&["link", "show", "eth0"])[0]["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
     wait_until(SECS(5), "the lease in the server's file", || match lan.lease_of(&ip) {
         Some(l) if l.mac == mac => Ok(()),
         other => Err(format!("{other:?}")),
@@ -70,7 +81,11 @@ fn a_lease_life(uplink: Uplink, kind: ServerKind) {
     for event in ["acquiring lease", "lease acquired", "releasing lease"] {
         log_has(&lan, &client_id, event).unwrap();
     }
-    eprintln!("daemon's log:\n{}server's leases after DEL: {:?}", lan.daemon_log(), lan.leases());
+    eprintln!(
+        "daemon's log:\n{}server's leases after DEL: {:?}",
+        lan.daemon_log(),
+        lan.leases()
+    );
 }
 
 #[test]
@@ -132,7 +147,11 @@ fn renewals_seen(lan: &Lan, id: &str, n: usize) {
         let seen = lan.log_of(id).iter().filter(|l| l.contains("lease renewed")).count();
         match seen >= n {
             true => Ok(()),
-            false => Err(format!("{seen} so far:\n{}\nserver:\n{}", lan.daemon_log(), lan.server_log())),
+            false => Err(format!(
+                "{seen} so far:\n{}\nserver:\n{}",
+                lan.daemon_log(),
+                lan.server_log()
+            )),
         }
     });
 }
@@ -156,9 +175,11 @@ fn dnsmasq_short_renewal_times_are_kept() {
     let ip = Lan::address_of(&lan.call("ADD", &id, &ns, &conf).success());
     let first = lan.lease_of(&ip).expect("the lease").expires;
     renewals_seen(&lan, &id, 2);
-    wait_until(SECS(5), "a later expiry in dnsmasq's file", || match lan.lease_of(&ip) {
-        Some(l) if l.expires > first => Ok(()),
-        other => Err(format!("{other:?}, first {first}")),
+    wait_until(SECS(5), "a later expiry in dnsmasq's file", || {
+        match lan.lease_of(&ip) {
+            Some(l) if l.expires > first => Ok(()),
+            other => Err(format!("{other:?}, first {first}")),
+        }
     });
     lan.call("DEL", &id, &ns, &conf).success();
     released(&lan, &ip);
@@ -234,13 +255,28 @@ fn a_nak_at_renewal_acquires_again() {
     let old = Lan::address_of(&result);
     lan.stop_server();
     std::fs::remove_file(lan.path("dnsmasq.leases")).unwrap();
-    lan.start_server(ServerKind::Dnsmasq, &ServerOpts { range: (100, 110), ..first });
-    wait_until(SECS(15), "the lease acquired again", || log_has(&lan, &id, "lease acquired again"));
+    lan.start_server(
+        ServerKind::Dnsmasq,
+        &ServerOpts {
+            range: (100, 110),
+            ..first
+        },
+    );
+    wait_until(SECS(15), "the lease acquired again", || {
+        log_has(&lan, &id, "lease acquired again")
+    });
     log_has(&lan, &id, "lease refused with Nak").unwrap();
-    let new = lan.leases().into_iter().find(|l| l.client_id == Lan::client_id_hex(&format!("{id}/{NETWORK}/eth0")));
+    let new = lan
+        .leases()
+        .into_iter()
+        .find(|l| l.client_id == Lan::client_id_hex(&format!("{id}/{NETWORK}/eth0")));
     let new = new.expect("the new lease in dnsmasq's file").ip;
     assert!(new.as_str() >= "10.77.0.100" && new != old, "{new}");
-    let down = ns.ip_json(&["link", "show", "eth0"])[0]["flags"].as_array().unwrap().iter().all(|f| f != "UP");
+    let down = ns.ip_json(&["link", "show", "eth0"])[0]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f != "UP");
     assert!(down, "the interface with the lost address is down");
     let msg = lan.call("CHECK", &id, &ns, &with_prev(&conf, &result)).failure(999);
     assert_eq!(
@@ -308,7 +344,10 @@ fn a_missing_daemon_is_a_clear_error() {
             lan.socket().display()
         )
     );
-    assert!(out.json()["details"].as_str().unwrap().contains("cnibox dhcp daemon"), "{out:?}");
+    assert!(
+        out.json()["details"].as_str().unwrap().contains("cnibox dhcp daemon"),
+        "{out:?}"
+    );
     assert_eq!(ns.links(), ["lo"]);
     let status = lan.env.call("dhcp").command("STATUS").config(&conf).run();
     assert!(status.failure(50).starts_with("error dialing DHCP daemon"));
@@ -422,7 +461,10 @@ fn options_reach_the_server_and_classless_routes_come_back() {
     let result = lan
         .plugin(Which::Cnibox)
         .verb("ADD", &id, ns.path_str(), "eth0")
-        .env("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAME=web-0;K8S_POD_NAMESPACE=default")
+        .env(
+            "CNI_ARGS",
+            "IgnoreUnknown=1;K8S_POD_NAME=web-0;K8S_POD_NAMESPACE=default",
+        )
         .config(&conf)
         .run()
         .success();
@@ -436,8 +478,66 @@ fn options_reach_the_server_and_classless_routes_come_back() {
     let ip = Lan::address_of(&result);
     assert_eq!(lan.lease_of(&ip).unwrap().hostname, "web-0");
     let routes = ns.ip(&["route", "show", "10.99.0.0/16"]);
-    assert!(routes.contains(&format!("via {NET}.254")) && routes.contains("metric 50"), "{routes}");
+    assert!(
+        routes.contains(&format!("via {NET}.254")) && routes.contains("metric 50"),
+        "{routes}"
+    );
     lan.call("DEL", &id, &ns, &conf).success();
+}
+
+/// Started by systemd's socket activation (`LISTEN_PID`, `LISTEN_FDS=1`, the socket as
+/// descriptor 3), the daemon serves on that socket and leaves it alone when it stops.
+#[test]
+fn the_daemon_takes_systemds_socket() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let mut lan = Lan::new(Uplink::Macvlan);
+    let socket = lan.path("activated.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let fd = listener.as_raw_fd();
+    let log = std::fs::File::create(lan.path("activated.log")).unwrap();
+    // unshare execs sh in its own process: `$$` is the daemon's PID after sh's exec too
+    let mut c = lan.env.host.command("unshare");
+    c.args(["-m", "--propagation", "slave", "sh", "-c"])
+        .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" dhcp daemon -statedir \"$1\"")
+        .arg(common::cnibox())
+        .arg(lan.state_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    // SAFETY: only dup2(2) or fcntl(2) between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            // dup2 of a descriptor onto itself keeps its close-on-exec flag
+            let r = match fd {
+                3 => libc::fcntl(3, libc::F_SETFD, 0),
+                _ => libc::dup2(fd, 3),
+            };
+            match r {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            }
+        });
+    }
+    // the Lan ends it, even when the test fails
+    lan.daemon = Some(super::Daemon {
+        child: c.spawn().unwrap(),
+    });
+    drop(listener);
+    let mut conf = lan.conf("1.1.0", json!({}));
+    conf["ipam"]["daemonSocketPath"] = json!(socket);
+    let status = || lan.env.call("dhcp").command("STATUS").config(&conf).run();
+    wait_until(SECS(10), "the activated daemon", || match status() {
+        s if s.ok() => Ok(()),
+        s => Err(format!(
+            "{s:?}; {}",
+            std::fs::read_to_string(lan.path("activated.log")).unwrap_or_default()
+        )),
+    });
+    let log = std::fs::read_to_string(lan.path("activated.log")).unwrap();
+    assert!(log.contains("listening on the socket systemd passed"), "{log}");
+    lan.stop_daemon(Signal::SIGTERM);
+    assert!(socket.exists(), "systemd's socket stays");
 }
 
 /// The DEL matrix of the dhcp applet, called directly on an interface made for it, in every
@@ -483,11 +583,16 @@ fn del_matrix() {
             let mut ns = lan.env.container();
             interface_in(&lan, &ns, &format!("02:00:00:00:{:02x}:{:02x}", n / 256, n % 256));
             let id = format!("dm{n}");
-            let call =
-                |lan: &Lan, verb: &str, netns: &str, c: &Value| dhcp_call(lan, Which::Cnibox).exec(verb, &id, netns, "eth0", c);
+            let call = |lan: &Lan, verb: &str, netns: &str, c: &Value| {
+                dhcp_call(lan, Which::Cnibox).exec(verb, &id, netns, "eth0", c)
+            };
             let result = call(&lan, "ADD", ns.path_str(), &conf).success();
             let ip = Lan::address_of(&result);
-            let normal = if *version >= "0.4.0" { with_prev(&conf, &result) } else { conf.clone() };
+            let normal = if *version >= "0.4.0" {
+                with_prev(&conf, &result)
+            } else {
+                conf.clone()
+            };
             let path = ns.path_str().to_string();
             let releases = !matches!(cell, NetnsDeleted | LinkDeleted | RecordGone);
             match cell {
@@ -510,8 +615,7 @@ fn del_matrix() {
                 NoPrevResult => call(&lan, "DEL", &path, &conf).success(),
                 PrevResultOfAnotherVersion => {
                     let other = if *version >= "1.0.0" { "0.4.0" } else { "1.0.0" };
-                    let parsed =
-                        cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&result)).unwrap();
+                    let parsed = cnibox::cni::CniResult::from_json(&cnibox::cni::json::Json::from(&result)).unwrap();
                     call(&lan, "DEL", &path, &with_prev(&conf, &parsed.to_json(other).unwrap())).success()
                 }
                 DaemonRestarted => {
@@ -559,7 +663,10 @@ fn hostile_replies_are_ignored() {
     assert!(sent >= 12, "{sent} replies sent");
     log_has(&lan, &id, "expiration is never").unwrap();
     let pid = lan.daemon_pid();
-    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "the daemon lives");
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the daemon lives"
+    );
     lan.call("DEL", &id, &ns, &lan.conf("1.0.0", json!({}))).success();
 }
 
@@ -577,7 +684,9 @@ mod hostile {
         m[4..8].copy_from_slice(xid);
         m[16..20].copy_from_slice(&yiaddr);
         m[28..44].copy_from_slice(chaddr);
-        m.extend_from_slice(&[99, 130, 83, 99, 53, 1, kind, 54, 4, 10, 77, 0, 1, 1, 4, 255, 255, 255, 0, 3, 4, 10, 77, 0, 1]);
+        m.extend_from_slice(&[
+            99, 130, 83, 99, 53, 1, kind, 54, 4, 10, 77, 0, 1, 1, 4, 255, 255, 255, 0, 3, 4, 10, 77, 0, 1,
+        ]);
         m.extend_from_slice(&[51, 4]);
         m.extend_from_slice(&lease.to_be_bytes());
         m.extend_from_slice(extra);

@@ -18,7 +18,13 @@ fn daemon_flags(which: Which) -> &'static [&'static str] {
 
 /// What an ADD and a DEL through `which`'s plugin and daemon come to: ADD's result, the
 /// server's lease while held (its expiry left out), and the server's leases after DEL.
-fn lease_life(lan: &mut Lan, which: Which, id: &str, conf: &Value, cni_args: &str) -> (Value, ServerLease, Vec<ServerLease>) {
+fn lease_life(
+    lan: &mut Lan,
+    which: Which,
+    id: &str,
+    conf: &Value,
+    cni_args: &str,
+) -> (Value, ServerLease, Vec<ServerLease>) {
     lan.start_daemon(which, daemon_flags(which));
     let ns = lan.env.container();
     interface_in(lan, &ns, MAC);
@@ -41,9 +47,11 @@ fn lease_life(lan: &mut Lan, which: Which, id: &str, conf: &Value, cni_args: &st
     let mut del = conf.clone();
     del["prevResult"] = result.clone();
     call("DEL", &del).success();
-    wait_until(Duration::from_secs(5), "the lease released", || match lan.lease_of(&ip) {
-        None => Ok(()),
-        Some(l) => Err(format!("{which:?}: {l:?}")),
+    wait_until(Duration::from_secs(5), "the lease released", || {
+        match lan.lease_of(&ip) {
+            None => Ok(()),
+            Some(l) => Err(format!("{which:?}: {l:?}")),
+        }
     });
     let after = lan.leases();
     lan.stop_daemon(Signal::SIGTERM);
@@ -71,14 +79,22 @@ fn same_results_and_server_state_as_the_reference() {
         "provide": [{"option": "host-name", "fromArg": "K8S_POD_NAME"}],
         "request": [{"option": "121"}],
     });
-    let cases = [("1.0.0", json!({})), ("0.3.1", json!({})), ("0.2.0", json!({})), ("1.0.0", rich)];
+    let cases = [
+        ("1.0.0", json!({})),
+        ("0.3.1", json!({})),
+        ("0.2.0", json!({})),
+        ("1.0.0", rich),
+    ];
     for (n, (version, ipam)) in cases.iter().enumerate() {
         let conf = ipam_conf(&lan, version, ipam.clone());
         let id = format!("diff{n}");
         let args = "IgnoreUnknown=1;K8S_POD_NAME=web-0";
         let theirs = lease_life(&mut lan, Which::Reference, &id, &conf, args);
         let ours = lease_life(&mut lan, Which::Cnibox, &id, &conf, args);
-        assert_eq!(ours.0, theirs.0, "{version} {ipam}: results (left: cnibox, right: the reference)");
+        assert_eq!(
+            ours.0, theirs.0,
+            "{version} {ipam}: results (left: cnibox, right: the reference)"
+        );
         assert_eq!(ours.1, theirs.1, "{version} {ipam}: the lease in dnsmasq's file");
         assert_eq!(ours.2, theirs.2, "{version} {ipam}: dnsmasq's leases after DEL");
         assert!(ours.2.is_empty(), "{:?}", ours.2);
@@ -123,7 +139,10 @@ fn the_reference_plugin_with_cniboxs_daemon() {
     lan.start_daemon(Which::Cnibox, CNIBOX_DAEMON);
     let ns = lan.env.container();
     let conf = lan.conf("1.0.0", json!({}));
-    let reference = |verb: &str, c: &Value| lan.plugin(Which::Reference).exec(verb, "interop2", ns.path_str(), "eth0", c);
+    let reference = |verb: &str, c: &Value| {
+        lan.plugin(Which::Reference)
+            .exec(verb, "interop2", ns.path_str(), "eth0", c)
+    };
     let result = reference("ADD", &conf).success();
     let ip = Lan::address_of(&result);
     assert!(lan.lease_of(&ip).is_some());

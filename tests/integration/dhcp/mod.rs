@@ -134,8 +134,9 @@ impl Lan {
         common::require_root();
         let env = TestEnv::new();
         let lan = Netns::new("lan");
-        env.host
-            .ip(&["link", "add", UPLINK, "type", "veth", "peer", "name", "srv0", "netns", &lan.name]);
+        env.host.ip(&[
+            "link", "add", UPLINK, "type", "veth", "peer", "name", "srv0", "netns", &lan.name,
+        ]);
         lan.ip(&["addr", "add", &format!("{SERVER}/24"), "dev", "srv0"]);
         lan.ip(&["link", "set", "srv0", "up"]);
         if uplink == Uplink::Bridge {
@@ -170,7 +171,10 @@ impl Lan {
                 c.args(["dnsmasq", "--keep-in-foreground", "--port=0", "--conf-file=/dev/null"])
                     .args(["--interface=srv0", "--bind-interfaces", "--user=root", "--no-ping"])
                     .args(["--dhcp-authoritative", "--log-dhcp"])
-                    .arg(format!("--dhcp-range={NET}.{lo},{NET}.{hi},255.255.255.0,{}s", opts.lease))
+                    .arg(format!(
+                        "--dhcp-range={NET}.{lo},{NET}.{hi},255.255.255.0,{}s",
+                        opts.lease
+                    ))
                     .arg(format!("--dhcp-leasefile={}", p("dnsmasq.leases")))
                     .arg(format!("--pid-file={}", p("dnsmasq.pid")))
                     .arg(format!("--log-facility={}", p("dnsmasq.log")));
@@ -196,12 +200,11 @@ impl Lan {
                 if !leases.exists() {
                     std::fs::write(&leases, "").unwrap();
                 }
-                c.args(["busybox", "udhcpd", "-f", "-a", "100"]).arg(self.path("udhcpd.conf"));
+                c.args(["busybox", "udhcpd", "-f", "-a", "100"])
+                    .arg(self.path("udhcpd.conf"));
             }
         }
-        c.stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
+        c.stdin(Stdio::null()).stdout(log.try_clone().unwrap()).stderr(log);
         let child = c.spawn().unwrap_or_else(|e| panic!("start {kind:?}: {e}"));
         self.server = Some(Server { kind, child });
         // listening once it has said so
@@ -308,13 +311,18 @@ impl Lan {
         c.args(["-m", "--propagation", "slave"]);
         match which {
             Which::Cnibox => {
-                c.arg(common::cnibox()).args(["dhcp", "daemon", "-statedir"]).arg(self.state_dir());
+                c.arg(common::cnibox())
+                    .args(["dhcp", "daemon", "-statedir"])
+                    .arg(self.state_dir());
             }
             Which::Reference => {
                 c.arg("/usr/lib/cni/dhcp").arg("daemon");
             }
         }
-        c.arg("-socketpath").arg(self.socket()).arg("-pidfile").arg(self.path("dhcp.pid"));
+        c.arg("-socketpath")
+            .arg(self.socket())
+            .arg("-pidfile")
+            .arg(self.path("dhcp.pid"));
         c.args(args);
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
@@ -432,9 +440,9 @@ impl Drop for Lan {
 pub fn interface_in(lan: &Lan, ns: &Netns, mac: &str) {
     static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let tmp = format!("dht{}", SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-    lan.env
-        .host
-        .ip(&["link", "add", &tmp, "link", UPLINK, "address", mac, "type", "macvlan", "mode", "bridge"]);
+    lan.env.host.ip(&[
+        "link", "add", &tmp, "link", UPLINK, "address", mac, "type", "macvlan", "mode", "bridge",
+    ]);
     lan.env.host.ip(&["link", "set", &tmp, "netns", &ns.name]);
     ns.ip(&["link", "set", &tmp, "name", "eth0"]);
 }

@@ -103,7 +103,12 @@ pub enum Unfit {
 impl Binding {
     /// The lease an ACK grants, checked: a host address in a sane prefix, a lease time
     /// other than 0.
-    pub fn from_ack(ack: Reply, ack_bytes: Vec<u8>, server_mac: [u8; 6], at: (SystemTime, Instant)) -> Result<Binding, Unfit> {
+    pub fn from_ack(
+        ack: Reply,
+        ack_bytes: Vec<u8>,
+        server_mac: [u8; 6],
+        at: (SystemTime, Instant),
+    ) -> Result<Binding, Unfit> {
         let address = ack.yiaddr;
         if !message::is_host_address(address) {
             return Err(Unfit::Ignored("the address is not a host address"));
@@ -120,7 +125,9 @@ impl Binding {
         }
         let net = IpNetwork::new(address.into(), prefix).map_err(|_| Unfit::Ignored("bad prefix"))?;
         if prefix <= 30 && (net.network() == address || net.broadcast() == address) {
-            return Err(Unfit::Ignored("the address is its subnet's network or broadcast address"));
+            return Err(Unfit::Ignored(
+                "the address is its subnet's network or broadcast address",
+            ));
         }
         let times = match ack.seconds(opt::LEASE_TIME) {
             Some(0) => return Err(Unfit::Ignored("a lease of 0 s")),
@@ -174,7 +181,12 @@ impl Binding {
         let mut routes: Vec<Route> = match self.ack.classless_routes() {
             Some(classless) => classless.into_iter().map(|(d, p, g)| route(d, p, g)).collect(),
             None => {
-                let mut r: Vec<Route> = self.ack.static_routes().into_iter().map(|(d, p, g)| route(d, p, g)).collect();
+                let mut r: Vec<Route> = self
+                    .ack
+                    .static_routes()
+                    .into_iter()
+                    .map(|(d, p, g)| route(d, p, g))
+                    .collect();
                 r.extend(gateway.map(|gw| route(Ipv4Addr::UNSPECIFIED, 0, gw)));
                 r
             }
@@ -232,7 +244,12 @@ struct Exchange {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Action {
     /// Send a DHCP message in an IP packet from `src` to `dst`, to the MAC `mac`.
-    Send { payload: Vec<u8>, src: Ipv4Addr, dst: Ipv4Addr, mac: [u8; 6] },
+    Send {
+        payload: Vec<u8>,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        mac: [u8; 6],
+    },
     /// One line for the log.
     Log(String),
     /// The lease is held (first time, renewed, rebound or acquired again): record it,
@@ -331,7 +348,11 @@ impl Lease {
         x.sends += 1;
         // randomised as RFC 2131 4.1 asks, so that clients started together spread out
         let (later, jitter) = rng.jitter(Duration::from_millis(500).min(x.wait / 4));
-        x.next_send = if later { now + x.wait + jitter } else { now + x.wait - jitter };
+        x.next_send = if later {
+            now + x.wait + jitter
+        } else {
+            now + x.wait - jitter
+        };
         let xid = x.xid;
         let p = &self.params;
         let client_id = [&[0u8][..], p.client_id.as_bytes()].concat();
@@ -344,19 +365,40 @@ impl Lease {
         let requested_ip;
         let server_id;
         let (kind, ciaddr, flags, src, dst, mac) = match &self.phase {
-            Phase::Selecting => (MessageType::Discover, Ipv4Addr::UNSPECIFIED, flags, Ipv4Addr::UNSPECIFIED, Ipv4Addr::BROADCAST, BROADCAST_MAC),
+            Phase::Selecting => (
+                MessageType::Discover,
+                Ipv4Addr::UNSPECIFIED,
+                flags,
+                Ipv4Addr::UNSPECIFIED,
+                Ipv4Addr::BROADCAST,
+                BROADCAST_MAC,
+            ),
             Phase::Requesting(offer) => {
                 requested_ip = offer.yiaddr.octets();
                 server_id = offer.server_id().unwrap_or(Ipv4Addr::UNSPECIFIED).octets();
                 options.push((opt::REQUESTED_IP, &requested_ip));
                 options.push((opt::SERVER_ID, &server_id));
-                (MessageType::Request, Ipv4Addr::UNSPECIFIED, flags, Ipv4Addr::UNSPECIFIED, Ipv4Addr::BROADCAST, BROADCAST_MAC)
+                (
+                    MessageType::Request,
+                    Ipv4Addr::UNSPECIFIED,
+                    flags,
+                    Ipv4Addr::UNSPECIFIED,
+                    Ipv4Addr::BROADCAST,
+                    BROADCAST_MAC,
+                )
             }
             Phase::Renewing => {
                 let b = bound.expect("renewing a bound lease");
                 (MessageType::Request, address, 0, address, b.server, b.server_mac)
             }
-            Phase::Rebinding | Phase::Bound => (MessageType::Request, address, 0, address, Ipv4Addr::BROADCAST, BROADCAST_MAC),
+            Phase::Rebinding | Phase::Bound => (
+                MessageType::Request,
+                address,
+                0,
+                address,
+                Ipv4Addr::BROADCAST,
+                BROADCAST_MAC,
+            ),
         };
         options.push((opt::PARAMETER_REQUEST_LIST, &p.options.requested));
         // provided options replace the client's own of the same code (a client id, say)
@@ -463,7 +505,14 @@ impl Lease {
 
     /// A reply arrived on the lease's socket from `src_mac`. Anything that is not the
     /// answer the current phase waits for is ignored.
-    pub fn on_reply(&mut self, reply: Reply, bytes: &[u8], src_mac: [u8; 6], now: (SystemTime, Instant), rng: &mut Rng) -> Vec<Action> {
+    pub fn on_reply(
+        &mut self,
+        reply: Reply,
+        bytes: &[u8],
+        src_mac: [u8; 6],
+        now: (SystemTime, Instant),
+        rng: &mut Rng,
+    ) -> Vec<Action> {
         let Some(x) = &self.exchange else { return vec![] };
         if reply.xid != x.xid || reply.chaddr[..6] != self.params.mac {
             return vec![];
@@ -619,7 +668,9 @@ mod tests {
     /// A server reply of `kind` to `to`'s transaction, 10.0.0.5/24 from 10.0.0.1, a lease
     /// of `lease` seconds, plus `extra` options.
     fn reply(kind: u8, to: &Reply, lease: u32, extra: &[u8]) -> (Reply, Vec<u8>) {
-        let mut o = vec![53, 1, kind, 54, 4, 10, 0, 0, 1, 1, 4, 255, 255, 255, 0, 3, 4, 10, 0, 0, 1, 51, 4];
+        let mut o = vec![
+            53, 1, kind, 54, 4, 10, 0, 0, 1, 1, 4, 255, 255, 255, 0, 3, 4, 10, 0, 0, 1, 51, 4,
+        ];
         o.extend_from_slice(&lease.to_be_bytes());
         o.extend_from_slice(extra);
         o.push(255);
@@ -628,7 +679,10 @@ mod tests {
     }
 
     fn at(t0: Instant, secs: f64) -> (SystemTime, Instant) {
-        (SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000), t0 + Duration::from_secs_f64(secs))
+        (
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+            t0 + Duration::from_secs_f64(secs),
+        )
     }
 
     /// ADD's acquisition, to the bound lease.
@@ -660,7 +714,10 @@ mod tests {
         let mut rng = Rng::new(7);
         let mut l = bound(&mut rng, t0, 100, &[]);
         let b = l.binding.as_ref().unwrap();
-        assert_eq!((b.address, b.prefix, b.server_mac), (Ipv4Addr::new(10, 0, 0, 5), 24, SERVER_MAC));
+        assert_eq!(
+            (b.address, b.prefix, b.server_mac),
+            (Ipv4Addr::new(10, 0, 0, 5), 24, SERVER_MAC)
+        );
         // T1 at 50 s: a REQUEST unicast to the server, from the address
         assert_eq!(l.next_event(), Some(t0 + Duration::from_secs_f64(50.2)));
         assert!(l.on_timer(t0 + Duration::from_secs(49), &mut rng).is_empty());
@@ -680,7 +737,11 @@ mod tests {
         assert_eq!(l.phase, Phase::Rebinding);
         // expiry at 100 s: DISCOVER again
         let a = l.on_timer(t0 + Duration::from_secs(101), &mut rng);
-        assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("lease expired"))), "{a:?}");
+        assert!(
+            a.iter()
+                .any(|x| matches!(x, Action::Log(l) if l.contains("lease expired"))),
+            "{a:?}"
+        );
         assert_eq!(l.phase, Phase::Selecting);
         let (discover, _, _) = sent(&a).remove(0);
         // the same address again: the interface stays as it is
@@ -690,7 +751,11 @@ mod tests {
         let (ack, bytes) = reply(5, &request, 100, &[]);
         let a = l.on_reply(ack, &bytes, SERVER_MAC, at(t0, 112.1), &mut rng);
         assert!(a.contains(&Action::Bound) && !a.contains(&Action::LinkDown), "{a:?}");
-        assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("lease acquired again"))), "{a:?}");
+        assert!(
+            a.iter()
+                .any(|x| matches!(x, Action::Log(l) if l.contains("lease acquired again"))),
+            "{a:?}"
+        );
     }
 
     #[test]
@@ -702,7 +767,11 @@ mod tests {
         let (renew, _, _) = sent(&a).remove(0);
         let (nak, bytes) = reply(6, &renew, 100, &[56, 3, b'n', b'o', 0]);
         let a = l.on_reply(nak, &bytes, SERVER_MAC, at(t0, 60.1), &mut rng);
-        assert!(a.iter().any(|x| matches!(x, Action::Log(l) if l.contains("Nak (msg: no?)"))), "{a:?}");
+        assert!(
+            a.iter()
+                .any(|x| matches!(x, Action::Log(l) if l.contains("Nak (msg: no?)"))),
+            "{a:?}"
+        );
         assert_eq!(l.phase, Phase::Selecting);
         assert!(l.binding.is_none());
         // another address comes back: the container's is not its own any more
@@ -717,6 +786,31 @@ mod tests {
         bytes[16..20].copy_from_slice(&[10, 0, 0, 6]);
         let a = l.on_reply(ack, &bytes, SERVER_MAC, at(t0, 60.3), &mut rng);
         assert!(a.contains(&Action::LinkDown) && a.contains(&Action::Bound), "{a:?}");
+    }
+
+    #[test]
+    fn broadcast_asks_for_broadcast_replies_until_bound() {
+        let t0 = Instant::now();
+        let mut rng = Rng::new(19);
+        let p = Params {
+            broadcast: true,
+            ..params()
+        };
+        let (mut l, a) = Lease::acquire(p, timing(), t0, &mut rng);
+        let flags = |a: &[Action]| match &a[0] {
+            Action::Send { payload, .. } => u16::from_be_bytes([payload[10], payload[11]]),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(flags(&a), FLAG_BROADCAST);
+        let (discover, _, _) = sent(&a).remove(0);
+        let (offer, bytes) = reply(2, &discover, 100, &[]);
+        let a = l.on_reply(offer, &bytes, SERVER_MAC, at(t0, 0.1), &mut rng);
+        assert_eq!(flags(&a), FLAG_BROADCAST);
+        let (request, _, _) = sent(&a).remove(0);
+        let (ack, bytes) = reply(5, &request, 100, &[]);
+        l.on_reply(ack, &bytes, SERVER_MAC, at(t0, 0.2), &mut rng);
+        let a = l.on_timer(t0 + Duration::from_secs(60), &mut rng);
+        assert_eq!(flags(&a[1..]), 0, "a renewal comes from the address");
     }
 
     #[test]
@@ -765,7 +859,9 @@ mod tests {
         assert!(matches!(l.phase, Phase::Requesting(_)));
         // an infinite lease is kept and never renewed
         let (forever, b) = reply(5, &request, u32::MAX, &[]);
-        assert!(l.on_reply(forever, &b, SERVER_MAC, at(t0, 0.4), &mut rng).contains(&Action::Bound));
+        assert!(l
+            .on_reply(forever, &b, SERVER_MAC, at(t0, 0.4), &mut rng)
+            .contains(&Action::Bound));
         assert_eq!(l.next_event(), None);
     }
 
@@ -781,7 +877,10 @@ mod tests {
         let o = [53, 1, 5, 54, 4, 10, 0, 0, 1, 51, 4, 0, 0, 0, 100, 255];
         let bytes = reply_bytes(request.xid, [10, 0, 0, 5], MAC, &o);
         let a = l.on_reply(Reply::parse(&bytes).unwrap(), &bytes, SERVER_MAC, at(t0, 0.2), &mut rng);
-        assert_eq!(a, vec![Action::Failed("DHCP option Subnet Mask not found in DHCPACK".into())]);
+        assert_eq!(
+            a,
+            vec![Action::Failed("DHCP option Subnet Mask not found in DHCPACK".into())]
+        );
     }
 
     #[test]
@@ -796,10 +895,18 @@ mod tests {
         let shown: Vec<String> = routes.iter().map(|r| format!("{} {:?}", r.dst, r.gw)).collect();
         assert_eq!(shown, ["10.0.0.0/8 Some(10.0.0.9)", "0.0.0.0/0 Some(10.0.0.1)"]);
         // option 121 replaces both; an on-link route gets scope link; priority on each
-        let l = bound(&mut rng, t0, 100, &[121, 13, 24, 192, 168, 5, 0, 0, 0, 0, 0, 10, 0, 0, 1]);
+        let l = bound(
+            &mut rng,
+            t0,
+            100,
+            &[121, 13, 24, 192, 168, 5, 0, 0, 0, 0, 0, 10, 0, 0, 1],
+        );
         let (_, routes) = l.binding.as_ref().unwrap().result(30);
         assert_eq!(routes.len(), 2);
-        assert_eq!((routes[0].dst.to_string(), routes[0].scope), ("192.168.5.0/24".into(), Some(253)));
+        assert_eq!(
+            (routes[0].dst.to_string(), routes[0].scope),
+            ("192.168.5.0/24".into(), Some(253))
+        );
         assert_eq!((routes[1].dst.to_string(), routes[1].scope), ("0.0.0.0/0".into(), None));
         assert!(routes.iter().all(|r| r.priority == Some(30)));
     }
@@ -807,10 +914,31 @@ mod tests {
     #[test]
     fn server_times_are_kept_in_order() {
         let s = Duration::from_secs;
-        assert_eq!(times(s(100), None, None), Times { lease: s(100), renew: s(50), rebind: s(85) });
-        assert_eq!(times(s(100), Some(10), Some(20)), Times { lease: s(100), renew: s(10), rebind: s(20) });
+        assert_eq!(
+            times(s(100), None, None),
+            Times {
+                lease: s(100),
+                renew: s(50),
+                rebind: s(85)
+            }
+        );
+        assert_eq!(
+            times(s(100), Some(10), Some(20)),
+            Times {
+                lease: s(100),
+                renew: s(10),
+                rebind: s(20)
+            }
+        );
         // T2 past the lease, T1 past T2: the defaults
-        assert_eq!(times(s(100), Some(90), Some(200)), Times { lease: s(100), renew: s(50), rebind: s(85) });
+        assert_eq!(
+            times(s(100), Some(90), Some(200)),
+            Times {
+                lease: s(100),
+                renew: s(50),
+                rebind: s(85)
+            }
+        );
         // a 1 s lease is not renewed every half second
         assert_eq!(times(s(1), None, None).renew, s(1));
     }

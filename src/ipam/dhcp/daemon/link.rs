@@ -43,10 +43,7 @@ pub struct Iface {
 }
 
 /// Enters the attachment's namespace and runs `f` with a netlink handle there.
-fn in_netns<T>(
-    att: &Attachment,
-    f: impl FnOnce(&Handle, &str) -> Result<T, Unreachable>,
-) -> Result<T, Unreachable> {
+fn in_netns<T>(att: &Attachment, f: impl FnOnce(&Handle, &str) -> Result<T, Unreachable>) -> Result<T, Unreachable> {
     let ns = Netns::open(&att.netns).map_err(|e| match e.is_not_found() {
         // the reference's words for a namespace path that is not there
         true => Unreachable::Gone(format!(
@@ -65,7 +62,11 @@ fn in_netns<T>(
 /// The attachment's interface, up (the reference sets it up when it is down) and with a
 /// packet socket bound to it. `expected_mac`: the interface a lease was taken on; another
 /// one by the same name is not it.
-pub fn open(att: &Attachment, expected_mac: Option<[u8; 6]>, log: &mut dyn FnMut(String)) -> Result<Iface, Unreachable> {
+pub fn open(
+    att: &Attachment,
+    expected_mac: Option<[u8; 6]>,
+    log: &mut dyn FnMut(String),
+) -> Result<Iface, Unreachable> {
     in_netns(att, |h, ifname| {
         let link = h
             .link_by_name(ifname)
@@ -82,14 +83,17 @@ pub fn open(att: &Attachment, expected_mac: Option<[u8; 6]>, log: &mut dyn FnMut
             log(format!("Link {ifname:?} down. Attempting to set up"));
             h.set_up(link.index).map_err(|e| Unreachable::Failed(e.to_string()))?;
         }
-        let socket = PacketSocket::open(link.index).map_err(|e| Unreachable::Failed(format!("packet socket on {ifname}: {e}")))?;
+        let socket = PacketSocket::open(link.index)
+            .map_err(|e| Unreachable::Failed(format!("packet socket on {ifname}: {e}")))?;
         Ok(Iface { mac, socket })
     })
 }
 
 /// Sets the attachment's interface down (the address it holds is not its lease's).
 pub fn set_down(att: &Attachment) -> Result<(), Unreachable> {
-    in_netns(att, |h, ifname| h.set_down(ifname).map_err(|e| Unreachable::Failed(e.to_string())))
+    in_netns(att, |h, ifname| {
+        h.set_down(ifname).map_err(|e| Unreachable::Failed(e.to_string()))
+    })
 }
 
 /// True while the namespace path exists.

@@ -98,7 +98,15 @@ impl Flags {
                 };
                 continue;
             }
-            let known = ["pidfile", "hostprefix", "socketpath", "statedir", "timeout", "resendmax", "resendtimeout"];
+            let known = [
+                "pidfile",
+                "hostprefix",
+                "socketpath",
+                "statedir",
+                "timeout",
+                "resendmax",
+                "resendtimeout",
+            ];
             if !known.contains(&name) {
                 return Err(format!("flag provided but not defined: -{name}"));
             }
@@ -106,7 +114,9 @@ impl Flags {
                 Some(v) => v,
                 None => return Err(format!("flag needs an argument: -{name}")),
             };
-            let duration = || parse_duration(&value).ok_or_else(|| format!("invalid value {value:?} for flag -{name}: parse error"));
+            let duration = || {
+                parse_duration(&value).ok_or_else(|| format!("invalid value {value:?} for flag -{name}: parse error"))
+            };
             match name {
                 "pidfile" => f.pidfile = value.clone(),
                 "hostprefix" => f.hostprefix = value.clone(),
@@ -158,10 +168,14 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     }
     let mut total = 0f64;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
         let number: f64 = rest[..num_len].parse().ok()?;
         rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" | "μs" => 1e-6,
@@ -288,9 +302,12 @@ impl Daemon {
             rng: Rng::new(u64::from_ne_bytes(seed) ^ u64::from(std::process::id())),
         };
         d.restore();
+        let on = match &d.bound {
+            Some(path) => path.display().to_string(),
+            None => "the socket systemd passed".into(),
+        };
         log(&format!(
-            "dhcp daemon (cnibox) listening on {}, {} lease(s) held, records in {}",
-            d.flags.socket().display(),
+            "dhcp daemon (cnibox) listening on {on}, {} lease(s) held, records in {}",
             d.entries.len(),
             d.flags.state_dir().display()
         ));
@@ -305,22 +322,27 @@ impl Daemon {
         for r in records {
             let att = self.attachment(&r.netns, &r.ifname);
             if !link::netns_exists(&att.netns) {
-                log(&format!("{}: {} is gone, forgetting the lease", r.client_id, att.netns.display()));
+                log(&format!(
+                    "{}: {} is gone, forgetting the lease",
+                    r.client_id,
+                    att.netns.display()
+                ));
                 let _ = self.store.remove(&r.client_id);
                 continue;
             }
             let age = wall.duration_since(r.bound_at).unwrap_or_default();
             let bound_mono = mono.checked_sub(age).unwrap_or(mono);
-            let binding = Reply::parse(&r.ack)
-                .map_err(|e| e.to_string())
-                .and_then(|ack| {
-                    Binding::from_ack(ack, r.ack.clone(), r.server_mac, (r.bound_at, bound_mono))
-                        .map_err(|e| format!("{e:?}"))
-                });
+            let binding = Reply::parse(&r.ack).map_err(|e| e.to_string()).and_then(|ack| {
+                Binding::from_ack(ack, r.ack.clone(), r.server_mac, (r.bound_at, bound_mono))
+                    .map_err(|e| format!("{e:?}"))
+            });
             let binding = match binding {
                 Ok(b) => b,
                 Err(e) => {
-                    log(&format!("{}: the recorded lease does not read ({e}), forgetting it", r.client_id));
+                    log(&format!(
+                        "{}: the recorded lease does not read ({e}), forgetting it",
+                        r.client_id
+                    ));
                     let _ = self.store.remove(&r.client_id);
                     continue;
                 }
@@ -384,7 +406,9 @@ impl Daemon {
                     }
                     fds.push(PollFd::new(c.stream.as_fd(), ev));
                 }
-                let sockets: Vec<usize> = (0..self.entries.len()).filter(|i| self.entries[*i].socket.is_some()).collect();
+                let sockets: Vec<usize> = (0..self.entries.len())
+                    .filter(|i| self.entries[*i].socket.is_some())
+                    .collect();
                 for i in &sockets {
                     let s = self.entries[*i].socket.as_ref().expect("filtered");
                     fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
@@ -478,7 +502,9 @@ impl Daemon {
                     return;
                 }
             };
-            let Some((_, payload)) = frame::udp_payload(&buf[..n]) else { continue };
+            let Some((_, payload)) = frame::udp_payload(&buf[..n]) else {
+                continue;
+            };
             let Ok(reply) = Reply::parse(payload) else { continue };
             let now = (SystemTime::now(), Instant::now());
             let actions = self.entries[i].lease.on_reply(reply, payload, mac, now, &mut self.rng);
@@ -528,7 +554,11 @@ impl Daemon {
                 }
                 Action::LinkDown => {
                     if let Err(e) = link::set_down(&self.entries[i].att) {
-                        log(&format!("{id}: setting {} down: {}", self.entries[i].att.ifname, e.message()));
+                        log(&format!(
+                            "{id}: setting {} down: {}",
+                            self.entries[i].att.ifname,
+                            e.message()
+                        ));
                     }
                 }
             }
@@ -596,7 +626,9 @@ impl Daemon {
     /// A connection is readable or writable: read what came, handle complete calls, write
     /// what is pending.
     fn serve(&mut self, id: u64) {
-        let Some(c) = self.conns.iter_mut().find(|c| c.id == id) else { return };
+        let Some(c) = self.conns.iter_mut().find(|c| c.id == id) else {
+            return;
+        };
         let mut open = true;
         let mut chunk = [0u8; 8192];
         loop {
@@ -642,7 +674,9 @@ impl Daemon {
     }
 
     fn flush(&mut self, id: u64, open: bool) {
-        let Some(at) = self.conns.iter().position(|c| c.id == id) else { return };
+        let Some(at) = self.conns.iter().position(|c| c.id == id) else {
+            return;
+        };
         let c = &mut self.conns[at];
         while !c.out.is_empty() {
             match c.stream.write(&c.out) {
@@ -782,7 +816,11 @@ impl Daemon {
             .unwrap_or_default();
         let held: std::net::IpAddr = b.address.into();
         let v4: Vec<&IpConfig> = prev.iter().filter(|ip| ip.is_v4()).collect();
-        if !v4.is_empty() && !v4.iter().any(|ip| ip.address.ip() == held && ip.address.prefix() == b.prefix) {
+        if !v4.is_empty()
+            && !v4
+                .iter()
+                .any(|ip| ip.address.ip() == held && ip.address.prefix() == b.prefix)
+        {
             let had: Vec<String> = v4.iter().map(|ip| ip.address.to_string()).collect();
             return Err(format!(
                 "{id}: the lease is for {held}/{}, the container has {}",
@@ -814,6 +852,13 @@ fn listener(path: &Path) -> Result<(UnixListener, Option<PathBuf>), String> {
     if activated {
         match std::env::var("LISTEN_FDS").ok().and_then(|n| n.parse::<i32>().ok()) {
             Some(1) => {
+                // a descriptor 3 closed at exec would be reused (by the signalfd) and
+                // served as a socket that never accepts
+                // SAFETY: fstat(2) writes only the struct it is given.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                if unsafe { libc::fstat(3, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+                    return Err("LISTEN_FDS=1, but descriptor 3 is no socket".into());
+                }
                 // SAFETY: systemd passes the socket as descriptor 3 (SD_LISTEN_FDS_START);
                 // nothing else owns it.
                 let l = unsafe { UnixListener::from_raw_fd(3) };
@@ -851,7 +896,8 @@ fn listener(path: &Path) -> Result<(UnixListener, Option<PathBuf>), String> {
     }
     let l = UnixListener::bind(path).map_err(|e| format!("listen unix {shown}: bind: {e}"))?;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod {shown}: {e}"))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("chmod {shown}: {e}"))?;
     Ok((l, Some(path.to_path_buf())))
 }
 
@@ -865,7 +911,15 @@ mod tests {
 
     #[test]
     fn flags_as_gos_flag_package_reads_them() {
-        let f = parse(&["-socketpath", "/t/d.sock", "--timeout=2s", "-broadcast", "-resendmax", "1m2.5s"]).unwrap();
+        let f = parse(&[
+            "-socketpath",
+            "/t/d.sock",
+            "--timeout=2s",
+            "-broadcast",
+            "-resendmax",
+            "1m2.5s",
+        ])
+        .unwrap();
         assert_eq!(f.socketpath, "/t/d.sock");
         assert_eq!(f.timeout, Duration::from_secs(2));
         assert!(f.broadcast);
@@ -874,7 +928,10 @@ mod tests {
         let d = parse(&[]).unwrap();
         assert_eq!(d.socket(), PathBuf::from("/run/cni/dhcp.sock"));
         assert_eq!(d.state_dir(), PathBuf::from("/run/cni/dhcp.leases"));
-        assert_eq!(parse(&["-hostprefix", "/host"]).unwrap().socket(), PathBuf::from("/host/run/cni/dhcp.sock"));
+        assert_eq!(
+            parse(&["-hostprefix", "/host"]).unwrap().socket(),
+            PathBuf::from("/host/run/cni/dhcp.sock")
+        );
         assert_eq!(parse(&["-bogus"]).unwrap_err(), "flag provided but not defined: -bogus");
         assert_eq!(parse(&["-timeout"]).unwrap_err(), "flag needs an argument: -timeout");
         assert_eq!(

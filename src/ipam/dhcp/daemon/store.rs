@@ -39,9 +39,11 @@ impl Store {
     /// The directory, created (0700) when missing.
     pub fn open(dir: &Path) -> io::Result<Store> {
         use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| {
-            io::Error::new(e.kind(), format!("state directory {}: {e}", dir.display()))
-        })?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("state directory {}: {e}", dir.display())))?;
         Ok(Store { dir: dir.to_path_buf() })
     }
 
