@@ -29,7 +29,7 @@ NETAVARK_NET='{"container_id":"@CID@","container_name":"bench","networks":{"@NET
   "internal":false,"ipv6_enabled":false,"name":"@NET@","network_interface":"@BR@","subnets":[{"gateway":"@GW@","subnet":"@SUBNET@"}]}}}'
 
 ROW_NO=0
-BENCH_SECTIONS="headline peers growth plugins ipmasq dhcp breakdown host-local resources"
+BENCH_SECTIONS="headline peers growth plugins ipmasq static-sbr dhcp breakdown host-local resources"
 # SECTIONS="headline growth" runs only those sections (all by default)
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 # section NAME : whether NAME runs; its tables are NAME's
@@ -272,11 +272,18 @@ if section plugins; then
     plain_row "bridge+host-local" "$BRIDGE" bridge
     plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+    # shellcheck source=benches/kind-rows.sh
+    source "$BENCH_DIR/kind-rows.sh"
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================
 if section ipmasq; then
     source "$BENCH_DIR/ipmasq.sh"
+fi
+
+# ======================= static and sbr, each alone =======================
+if section static-sbr; then
+    source "$BENCH_DIR/static-sbr.sh"
 fi
 
 # ======================= dhcp: leases from the LAN's server, through a daemon =======================
@@ -309,13 +316,14 @@ if section resources; then
     }
     rss cnibox; ra=$RSS_KIB; rss reference; rb=$RSS_KIB
     trow "peak RSS, one bridge ADD (KiB)" "$ra" "$rb" "$(ratio "$ra" "$rb")"
-    sa=$(stat -L -c %s "$BIN"); sb=0
-    # the reference binaries cnibox's plugin applets replace (veth is ptp)
-    replaced=(bridge ptp macvlan host-local loopback tuning bandwidth portmap firewall dhcp)
-    for p in "${replaced[@]}"; do
-        sb=$((sb + $(stat -L -c %s "$REF/$p")))
+    sa=$(stat -L -c %s "$BIN"); sb=0 nb=0
+    # the reference binaries cnibox's applets replace: those of their names (veth's is ptp,
+    # which is an applet name too)
+    for p in $("$BIN" --list); do
+        [ -x "$REF/$p" ] || continue
+        sb=$((sb + $(stat -L -c %s "$REF/$p"))); nb=$((nb + 1))
     done
-    trow "binary size (KiB; reference = its ${#replaced[@]} binaries)" "$((sa / 1024))" "$((sb / 1024))" "$(ratio "$sa" "$sb")"
+    trow "binary size (KiB; reference = its $nb binaries)" "$((sa / 1024))" "$((sb / 1024))" "$(ratio "$sa" "$sb")"
     syscalls() {  # IMPL -> SC_TOTAL SC_SENDS SC_PROCS
         local cf="$WORK/st-$1.json"; instantiate "$BRIDGE" > "$cf"; make_containers 1
         CNI_COMMAND=ADD CNI_CONTAINERID=st CNI_NETNS=/run/netns/${CTRS[0]} CNI_IFNAME=eth0 CNI_PATH="$WORK/$1" \

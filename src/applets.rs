@@ -51,6 +51,26 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::macvlan::Macvlan),
     },
     Applet {
+        name: "ipvlan",
+        summary: "an ipvlan link on a host interface (needs the kernel's ipvlan module)",
+        kind: Kind::Plugin(&crate::plugins::ipvlan::Ipvlan),
+    },
+    Applet {
+        name: "vlan",
+        summary: "an 802.1Q VLAN link on a host interface (needs the kernel's 8021q module)",
+        kind: Kind::Plugin(&crate::plugins::vlan::Vlan),
+    },
+    Applet {
+        name: "dummy",
+        summary: "a dummy link with IPAM addresses (needs the kernel's dummy module)",
+        kind: Kind::Plugin(&crate::plugins::dummy::Dummy),
+    },
+    Applet {
+        name: "vrf",
+        summary: "chained: the container interface into a VRF, its routes into the VRF's table (needs the kernel's vrf module)",
+        kind: Kind::Plugin(&crate::plugins::vrf::Vrf),
+    },
+    Applet {
         name: "portmap",
         summary: "forward host ports to the container (chained; nftables or iptables)",
         kind: Kind::Plugin(&crate::plugins::portmap::Portmap),
@@ -89,6 +109,16 @@ pub static APPLETS: &[Applet] = &[
         name: "dhcp",
         summary: "dhcp IPAM: addresses from the LAN's DHCP server; `dhcp daemon` holds and renews the leases",
         kind: Kind::Plugin(&crate::ipam::dhcp::Dhcp),
+    },
+    Applet {
+        name: "static",
+        summary: "static IPAM: the addresses, routes and DNS the config states",
+        kind: Kind::Plugin(&crate::ipam::r#static::Static),
+    },
+    Applet {
+        name: "sbr",
+        summary: "source-based routing: a routing table and rule per container address (chained)",
+        kind: Kind::Plugin(&crate::plugins::sbr::Sbr),
     },
     Applet {
         name: "cnitool",

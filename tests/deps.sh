@@ -5,21 +5,29 @@
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
 # golang-github-appc-cni-dev: the libcni interop test; time/strace, go-cni (containerd's
 # client library) and netavark (podman's network backend): make bench; docker.io: the Docker
-# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons); dnsmasq-base (the
-# binary without its system service) and busybox's udhcpd: the DHCP servers of the dhcp tests.
+# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons); qemu-user-static:
+# the arm64 tests (make test-arm64; its binfmt entry is registered by tests/binfmt.sh);
+# dnsmasq-base (the binary without its system service) and busybox-static's udhcpd: the DHCP
+# servers of the dhcp tests.
 set -eu
 PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file dnsmasq-base \
-golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark docker.io"
+golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark docker.io \
+qemu-user-static"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 # The musl target makes the smallest binary (the Makefile prefers it when installed);
-# without it the build is static glibc, so failing to fetch it is not an error.
-if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed 2>/dev/null | grep -q musl; then
-    timeout 180 rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 \
-        || echo "deps: the musl Rust target is not available; building static glibc" >&2
+# without it the build is static glibc, so failing to fetch it is not an error. The arm64
+# and i686 targets are for make test-arm64 and test-i686, which name a missing one.
+if command -v rustup >/dev/null 2>&1; then
+    installed=$(rustup target list --installed 2>/dev/null || true)
+    for t in x86_64-unknown-linux-musl aarch64-unknown-linux-musl i686-unknown-linux-musl; do
+        echo "$installed" | grep -qx "$t" && continue
+        timeout 180 rustup target add "$t" >/dev/null 2>&1 \
+            || echo "deps: the Rust target $t is not available" >&2
+    done
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then

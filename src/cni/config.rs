@@ -146,7 +146,7 @@ pub fn runtime_config<'a>(config: &'a Json, struct_name: &str, go_type: &str) ->
 /// `runtimeConfig.mac` (the `mac` capability); empty counts as absent.
 pub fn runtime_mac(config: &Json) -> Result<Option<String>, Error> {
     match runtime_config(config, "NetConf", RUNTIME_CONFIG_MAC)? {
-        Some(rc) => non_empty(json::opt_str(&rc, "mac", "runtimeConfig.mac")?),
+        Some(rc) => non_empty(json::opt_str(&rc, "mac", ".runtimeConfig.mac")?),
         None => Ok(None),
     }
 }
@@ -159,7 +159,7 @@ fn args_cni(config: &Json) -> Result<Option<Fields<'_>>, Error> {
     };
     let args_type = r#"struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" }"#;
     match json::opt_object(&fields(config, "NetConf")?, "args", "NetConf.args", args_type)? {
-        Some(args) => json::opt_object(&args, "cni", "NetConf.args.cni", "main.BridgeArgs"),
+        Some(args) => json::opt_object(&args, "cni", ".args.cni", "main.BridgeArgs"),
         None => Ok(None),
     }
 }
@@ -167,7 +167,7 @@ fn args_cni(config: &Json) -> Result<Option<Fields<'_>>, Error> {
 /// `args.cni.mac`; empty counts as absent.
 pub fn args_cni_mac(config: &Json) -> Result<Option<String>, Error> {
     match args_cni(config)? {
-        Some(a) => non_empty(json::opt_str(&a, "mac", "args.cni.mac")?),
+        Some(a) => non_empty(json::opt_str(&a, "mac", "BridgeArgs.args.cni.mac")?),
         None => Ok(None),
     }
 }
@@ -434,7 +434,7 @@ mod tests {
         let e = runtime_mac(&doc!({"runtimeConfig": {"mac": 5}})).unwrap_err();
         assert_eq!(
             e.msg,
-            "json: cannot unmarshal number into Go struct field runtimeConfig.mac of type string"
+            "json: cannot unmarshal number into Go struct field .runtimeConfig.mac of type string"
         );
         let e = runtime_config(&doc!({"runtimeConfig": 5}), "NetConf", RUNTIME_CONFIG_MAC).unwrap_err();
         assert_eq!(

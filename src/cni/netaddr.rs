@@ -1,7 +1,7 @@
 //! Go's `net` parsing, as the reference's JSON decoding uses it: one reader each for
 //! `net.ParseIP`, `net.ParseCIDR` and a `net.IP` member, shared by results and IPAM configs
 //! so that both accept the same text and word their errors the same.
-use super::json::{self, Fields};
+use super::json::{self, Fields, Json};
 use super::Error;
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
@@ -22,9 +22,19 @@ pub fn parse_ip_text(s: &str) -> Result<Option<IpAddr>, Error> {
         .ok_or_else(|| Error::internal(format!("invalid IP address: {s}")))
 }
 
-/// A `net.IP` member (`gateway`, `gw`, `rangeStart`, …): absent, `null` and `""` are unset.
+/// A `net.IP` member (`gateway`, `gw`, `rangeStart`, …): absent and `""` are unset. A
+/// `net.IP` is a slice, so a `null` written last makes it nil whatever came before; each
+/// string written is parsed, as Go runs `UnmarshalText` for each.
 pub fn opt_ip(obj: &Fields, key: &str, path: &str) -> Result<Option<IpAddr>, Error> {
-    parse_ip_text(json::opt_str(obj, key, path)?.unwrap_or(""))
+    let mut ip = None;
+    for v in obj.written(key, "net.IP") {
+        ip = match v {
+            Json::Null => None,
+            Json::String(s) => parse_ip_text(s)?,
+            other => return Err(json::type_error(other, path, "net.IP")),
+        };
+    }
+    Ok(ip)
 }
 
 /// Go's `net.ParseCIDR` for an address that keeps its host bits (`10.1.2.2/24`) and the
@@ -85,5 +95,26 @@ mod tests {
         assert_eq!(opt_ip(&o, "missing", "X.m").unwrap(), None);
         assert!(opt_ip(&o, "c", "X.c").unwrap().is_some());
         assert!(opt_ip(&o, "d", "X.d").unwrap_err().msg.contains("X.d"));
+    }
+
+    /// Regression: a `null` written after an address left the address (a value field's
+    /// rule), but a `net.IP` is a slice, which Go sets to nil: host-local allocated from
+    /// `rangeStart` where the reference started at the subnet's first address.
+    #[test]
+    fn a_null_written_last_makes_a_net_ip_nil() {
+        let ip = |text: &str| {
+            let doc = json::parse(text.as_bytes()).unwrap();
+            opt_ip(&json::as_object(&doc, "X").unwrap(), "gw", "X.gw").map_err(|e| e.msg)
+        };
+        assert_eq!(ip(r#"{"gw": "10.0.0.1", "GW": null}"#), Ok(None));
+        assert_eq!(
+            ip(r#"{"GW": null, "gw": "10.0.0.1"}"#),
+            Ok(Some("10.0.0.1".parse().unwrap()))
+        );
+        // each address written is parsed, as Go unmarshals each
+        assert_eq!(
+            ip(r#"{"gw": "bogus", "GW": "10.0.0.1"}"#),
+            Err("invalid IP address: bogus".into())
+        );
     }
 }

@@ -474,6 +474,17 @@ impl CniResult {
         let declared = json::opt_str(&obj, "cniVersion", "Result.cniVersion")?.unwrap_or_default();
         create(version::normalize(conf_version), &obj, declared)
     }
+
+    /// Parse a `prevResult` as Go's `version.NewResult(conf.CNIVersion, …)` (how the
+    /// reference's sbr reads it, after the plugin template): the config's version as written
+    /// picks the shape, and nothing fills in a version the result does not declare, so a
+    /// prevResult without `cniVersion` is refused (`… but unmarshalled CNIVersion is ""`).
+    pub fn from_new_result(raw: &Json, conf_version: &str) -> Result<CniResult, Error> {
+        let raw = raw.as_object().map(Object::marshalled).unwrap_or_default();
+        let obj = Fields::of(&raw);
+        let declared = json::opt_str(&obj, "cniVersion", "Result.cniVersion")?.unwrap_or_default();
+        create(conf_version, &obj, declared)
+    }
 }
 
 /// Serialise with Go's `json.MarshalIndent(v, "", "    ")` layout.

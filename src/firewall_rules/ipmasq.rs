@@ -7,16 +7,21 @@
 //!   `inet cni_plugins_masquerade`, one rule per address in `masq_checks` whose comment
 //!   starts with a hash of (network, ifname, container ID).
 //! * iptables: a nat chain `CNI-<hash(network + container ID)>` per attachment, jumped to
-//!   from `POSTROUTING -s <ip>`, changed with one `iptables-restore` per family.
+//!   from `POSTROUTING -s <ip>`, changed with one `iptables-restore` per family. That name
+//!   leaves out the interface: cnibox gives it to the container's first interface on the
+//!   network and a chain `CNI-<hash(network/ID/ifname)>` to every further one, whose rules'
+//!   comment names the interface too (see [`shared_chain`](super::shared_chain)).
 //!
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
-//! a netns (and without a prevResult) still remove the rules. Teardown runs no process
-//! unless an iptables chain of the attachment exists (see [`super::iptables::variants`]).
+//! a netns (and without a prevResult) still remove the rules; addresses only tell whether a
+//! shared iptables chain is another interface's. Teardown runs no process unless an
+//! iptables chain of the attachment exists (see [`super::iptables::variants`]).
 use super::error::err;
 pub use super::error::Error;
-use super::iptables::save_restore::{self, Family as IpFamily, Script};
+use super::iptables::save_restore::{self, Family as IpFamily, Script, Table};
 use super::iptables::variants;
+use super::shared_chain::{self, Interface};
 use super::tools::missing_tool;
 use crate::cni::netaddr::network_of;
 use crate::netlink::nftables::shapes::masquerade as shape;
@@ -106,12 +111,13 @@ fn neither_backend(nf: &dyn std::fmt::Display, tool: &str) -> Error {
 }
 
 /// Remove every masquerade rule of the attachment, from both backends (the attachment may
-/// have been set up by another version or configuration). Missing tables, chains, tools
-/// that are not needed, and a kernel without nf_tables are not errors.
-pub fn teardown(att: Attachment) -> Result<(), Error> {
+/// have been set up by another version or configuration). `this` tells whether a shared
+/// iptables chain is this interface's. Missing tables, chains, tools that are not needed,
+/// and a kernel without nf_tables are not errors.
+pub fn teardown(att: Attachment, this: &Interface) -> Result<(), Error> {
     let mut errors = Vec::new();
     for v in [IpFamily::V4, IpFamily::V6] {
-        if let Err(e) = ipt_teardown(v, att) {
+        if let Err(e) = ipt_teardown(v, att, this) {
             errors.push(e.to_string());
         }
     }
@@ -123,6 +129,11 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
     } else {
         Err(err("teardown ip masquerade", errors.join("; ")))
     }
+}
+
+/// Remove what [`setup`] made for `addrs` (a failed ADD's rollback).
+pub fn undo_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
+    teardown(att, &Interface::with_addresses(addrs.iter().map(|a| a.ip()).collect()))
 }
 
 /// Remove the nftables rules of `network` whose attachment is not in `valid`
@@ -240,18 +251,76 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
     )
 }
 
-/// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it.
+/// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it: the
+/// container's first interface's chain.
 pub fn iptables_chain(att: Attachment) -> String {
-    let mut s = String::from("CNI-");
-    s.push_str(&hash_hex(
-        &format!("{}{}", att.network, att.container_id),
-        IPT_CHAIN_LEN - 4,
-    ));
-    s
+    format!(
+        "CNI-{}",
+        hash_hex(&format!("{}{}", att.network, att.container_id), IPT_CHAIN_LEN - 4)
+    )
 }
 
-fn iptables_comment(att: Attachment) -> String {
-    format!("name: {:?} id: {:?}", att.network, att.container_id)
+/// The chain of a further interface of the container on the network.
+pub fn iptables_interface_chain(att: Attachment) -> String {
+    let key = shared_chain::interface_key(att.network, att.container_id, att.ifname);
+    format!("CNI-{}", hash_hex(&key, IPT_CHAIN_LEN - 4))
+}
+
+/// An iptables chain of an attachment and the comment of its rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IptChain {
+    name: String,
+    comment: String,
+}
+
+impl IptChain {
+    /// The reference's: named and commented after network and container.
+    fn shared(att: Attachment) -> IptChain {
+        IptChain {
+            name: iptables_chain(att),
+            comment: format!("name: {:?} id: {:?}", att.network, att.container_id),
+        }
+    }
+
+    /// A further interface's own.
+    fn own(att: Attachment) -> IptChain {
+        IptChain {
+            name: iptables_interface_chain(att),
+            comment: format!(
+                "name: {:?} id: {:?} ifname: {:?}",
+                att.network, att.container_id, att.ifname
+            ),
+        }
+    }
+
+    /// The attachment's chain in `t`: its own when it has one or when the shared chain is
+    /// provably another interface's, else the shared one.
+    fn find(t: &Table, att: Attachment, this: &Interface) -> IptChain {
+        let (own, shared) = (IptChain::own(att), IptChain::shared(att));
+        match this.uses_own_chain(t, &own.name, &shared.name, sources) {
+            true => own,
+            false => shared,
+        }
+    }
+}
+
+/// The container addresses `POSTROUTING` sends to `chain`.
+fn sources(t: &Table, chain: &str) -> Vec<std::net::IpAddr> {
+    postrouting_jumps(t, chain)
+        .filter_map(|spec| {
+            spec.windows(2).find(|w| w[0] == "-s")?[1]
+                .split('/')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// The `POSTROUTING` rules jumping to `chain`.
+fn postrouting_jumps<'a>(t: &'a Table, chain: &'a str) -> impl Iterator<Item = &'a [String]> + 'a {
+    t.rules_of("POSTROUTING")
+        .filter(move |spec| spec.windows(2).any(|w| w[0] == "-j" && w[1] == chain))
 }
 
 /// The rule arguments in iptables-save's spelling: matches, the comment, the target.
@@ -265,8 +334,7 @@ fn ipt_spec(matches: &[&str], comment: &str, target: &str) -> Vec<String> {
 /// go-iptables does): the chain, its ACCEPT/MASQUERADE rules and the POSTROUTING jumps.
 /// The current rules are read only when the chain already exists.
 fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
-    let chain = iptables_chain(att);
-    let comment = iptables_comment(att);
+    let this = Interface::with_addresses(addrs.iter().map(|a| a.ip()).collect());
     let _lock = save_restore::lock()?;
     for v in [IpFamily::V4, IpFamily::V6] {
         let mine: Vec<&IpNetwork> = addrs.iter().filter(|a| IpFamily::of(a.ip()) == v).collect();
@@ -275,11 +343,14 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
         }
         let op = format!("set up {} masquerade", v.tool());
         let tools = variants::default_tools(v).ok_or_else(|| missing_tool(&op, &format!("{}-restore", v.tool())))?;
-        let table = if variants::chain_locations(v, &chain)?.contains(&tools.variant) {
-            save_restore::save_with(&tools.save, "nat")?
-        } else {
-            save_restore::Table::default()
-        };
+        let mut table = Table::default();
+        for chain in [iptables_chain(att), iptables_interface_chain(att)] {
+            if variants::chain_locations(v, &chain)?.contains(&tools.variant) {
+                table = save_restore::save_with(&tools.save, "nat")?;
+                break;
+            }
+        }
+        let IptChain { name: chain, comment } = IptChain::find(&table, att, &this);
         let mut script = Script::new("nat");
         if !table.has_chain(&chain) {
             script.new_chain(&chain);
@@ -311,10 +382,15 @@ fn ipt_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 }
 
 /// Removes the attachment's chain and the POSTROUTING jumps to it, in every variant that
-/// has it. Nothing is run when no variant has it.
-fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
-    let chain = iptables_chain(att);
-    let found = variants::chain_locations(v, &chain)?;
+/// has it: its own chain, or the shared one unless that is provably another interface's.
+/// Nothing is run when no variant has either.
+fn ipt_teardown(v: IpFamily, att: Attachment, this: &Interface) -> Result<(), Error> {
+    let mut found = variants::chain_locations(v, &iptables_chain(att))?;
+    for variant in variants::chain_locations(v, &iptables_interface_chain(att))? {
+        if !found.contains(&variant) {
+            found.push(variant);
+        }
+    }
     if found.is_empty() {
         return Ok(());
     }
@@ -323,14 +399,13 @@ fn ipt_teardown(v: IpFamily, att: Attachment) -> Result<(), Error> {
     for variant in found {
         let tools = variants::needed_tools(v, variant, &op)?;
         let table = save_restore::save_with(&tools.save, "nat")?;
+        let chain = IptChain::find(&table, att, this).name;
         if !table.has_chain(&chain) {
-            continue; // a legacy nat table without this chain
+            continue; // a legacy nat table without this chain, or another interface's
         }
         let mut script = Script::new("nat");
-        for spec in table.rules_of("POSTROUTING") {
-            if spec.windows(2).any(|w| w[0] == "-j" && w[1] == chain) {
-                script.delete("POSTROUTING", spec);
-            }
+        for spec in postrouting_jumps(&table, &chain) {
+            script.delete("POSTROUTING", spec);
         }
         for spec in table.rules_of(&chain) {
             script.delete(&chain, spec);
@@ -355,7 +430,35 @@ mod tests {
     fn iptables_chain_matches_the_reference() {
         // Observed with the Go bridge v1.1.1 (reference doc §2.0).
         assert_eq!(iptables_chain(ATT), "CNI-cf7b292a3456547459e1c807");
-        assert_eq!(iptables_comment(ATT), r#"name: "brnet" id: "ctrA""#);
+        assert_eq!(IptChain::shared(ATT).comment, r#"name: "brnet" id: "ctrA""#);
+    }
+
+    /// The shared chain is the interface's whose address POSTROUTING sends there; a further
+    /// interface gets its own chain, commented with its name.
+    #[test]
+    fn a_further_interface_has_its_own_chain() {
+        let saved = "*nat\n:POSTROUTING ACCEPT [0:0]\n:CNI-cf7b292a3456547459e1c807 - [0:0]\n\
+                     -A POSTROUTING -s 10.1.2.3/32 -m comment --comment \"name: \\\"brnet\\\" id: \\\"ctrA\\\"\" -j CNI-cf7b292a3456547459e1c807\n\
+                     COMMIT\n";
+        let t = Table::parse(saved);
+        let shared = IptChain::shared(ATT);
+        assert_eq!(
+            sources(&t, &shared.name),
+            vec!["10.1.2.3".parse::<std::net::IpAddr>().unwrap()]
+        );
+        let at = |ip: &str| Interface::with_addresses(vec![ip.parse().unwrap()]);
+        assert_eq!(IptChain::find(&t, ATT, &at("10.1.2.3")), shared);
+        let eth1 = Attachment { ifname: "eth1", ..ATT };
+        let own = IptChain::find(&t, eth1, &at("10.1.2.4"));
+        assert_eq!(own, IptChain::own(eth1));
+        assert_eq!(own.name.len(), IPT_CHAIN_LEN);
+        assert_ne!(own.name, shared.name);
+        assert_eq!(own.comment, r#"name: "brnet" id: "ctrA" ifname: "eth1""#);
+        // the first interface of a container takes the reference's chain
+        assert_eq!(
+            IptChain::find(&Table::default(), eth1, &at("10.1.2.4")),
+            IptChain::shared(eth1)
+        );
     }
 
     #[test]

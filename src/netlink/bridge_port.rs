@@ -1,4 +1,5 @@
 //! Bridge port settings: hairpin and isolation flags, and port VLANs.
+use super::bytes::{self, CStruct};
 use std::io::Cursor;
 
 use neli::consts::rtnl::{Ifla, RtAddrFamily};
@@ -92,12 +93,16 @@ impl<T: Transport> Handle<T> {
                     continue;
                 }
                 for (ty, v) in wire::attrs(a.rta_payload().as_ref()) {
-                    if ty != wire::IFLA_BRIDGE_VLAN_INFO || v.len() < 4 {
+                    if ty != wire::IFLA_BRIDGE_VLAN_INFO {
                         continue;
                     }
-                    let flags = u16::from_ne_bytes([v[0], v[1]]);
+                    // struct bridge_vlan_info: flags u16, vid u16
+                    let (Some(flags), Some(vid)) = (bytes::read_host16(v), v.get(2..).and_then(bytes::read_host16))
+                    else {
+                        continue;
+                    };
                     vlans.push(PortVlan {
-                        vid: u16::from_ne_bytes([v[2], v[3]]),
+                        vid,
                         pvid: flags & wire::BRIDGE_VLAN_INFO_PVID != 0,
                         untagged: flags & wire::BRIDGE_VLAN_INFO_UNTAGGED != 0,
                     });
@@ -124,9 +129,8 @@ fn vlan_spec(op: &Op, vlan: PortVlan) -> Result<neli::rtnl::Rtattr<Ifla, Buffer>
     if vlan.untagged {
         flags |= wire::BRIDGE_VLAN_INFO_UNTAGGED;
     }
-    let mut info = [0u8; 4];
-    info[..2].copy_from_slice(&flags.to_ne_bytes());
-    info[2..].copy_from_slice(&vlan.vid.to_ne_bytes());
+    // struct bridge_vlan_info: flags u16, vid u16
+    let info = CStruct::zeroed(4).u16(0, flags).u16(2, vlan.vid).into_bytes();
     let mut spec = Nest::new();
     spec.push(attr(wire::IFLA_BRIDGE_VLAN_INFO, info).map_err(|e| op.encode(e))?);
     attr(wire::IFLA_AF_SPEC | wire::NLA_F_NESTED, spec).map_err(|e| op.encode(e))

@@ -7,6 +7,7 @@
 //!
 //! The kernel cannot delete by a partial tuple, so entries are dumped (per family) and each
 //! match is deleted by its original tuple, copied verbatim from the dump, with its zone.
+use super::bytes;
 use super::netfilter::{msg_type, Attrs, NfSocket, NFNL_SUBSYS_CTNETLINK};
 use super::types::Family;
 use super::wire::{self, NLA_F_NESTED, NLM_F_DUMP};
@@ -138,8 +139,7 @@ fn decode_entry(family: u8, attrs: &[u8]) -> Option<Entry> {
         family,
         protocol: wire::find(proto, CTA_PROTO_NUM).and_then(wire::as_u8)?,
         dst,
-        dst_port: wire::find(proto, CTA_PROTO_DST_PORT)
-            .and_then(|p| Some(u16::from_be_bytes(p.get(..2)?.try_into().ok()?))),
+        dst_port: wire::find(proto, CTA_PROTO_DST_PORT).and_then(bytes::read_net16),
         orig_tuple: tuple.to_vec(),
         zone: wire::find(attrs, CTA_ZONE).map(<[u8]>::to_vec),
     })

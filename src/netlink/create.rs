@@ -155,17 +155,27 @@ impl<T: Transport> Handle<T> {
     /// namespace is not looked up afterwards. A kernel without the kind's
     /// [feature](LinkKind::feature) fails as Unsupported.
     pub fn create_link(&self, spec: &LinkSpec<'_>) -> Result<()> {
-        let op = Op::new(format!("create {}", spec.kind.name()), spec.name);
+        let op = Op::new(format!("create {}", spec.kind.name()), spec.name).link_kind(spec.kind.name());
         let op = match spec.kind.feature() {
             Some(f) => op.feature(f),
             None => op,
         };
-        let mut a = base_attrs(&op, spec.name, spec.mtu, spec.mac)?;
+        // The attributes in the order of the reference's netlink library (`linkModify`), which
+        // is also iproute2's for `ip link add link LOWER name NAME type KIND …`: the request
+        // is then the same bytes as theirs (src/netlink/kind_requests.rs).
+        let mut a = RtBuffer::<Ifla, Buffer>::new();
+        if let Some(lower) = spec.lower {
+            a.push(attr(wire::IFLA_LINK, lower).map_err(|e| op.encode(e))?);
+        }
+        a.push(attr(wire::IFLA_IFNAME, spec.name).map_err(|e| op.encode(e))?);
+        if let Some(mtu) = spec.mtu {
+            a.push(attr(wire::IFLA_MTU, mtu).map_err(|e| op.encode(e))?);
+        }
         if let Some(q) = spec.txqlen {
             a.push(attr(wire::IFLA_TXQLEN, q).map_err(|e| op.encode(e))?);
         }
-        if let Some(lower) = spec.lower {
-            a.push(attr(wire::IFLA_LINK, lower).map_err(|e| op.encode(e))?);
+        if let Some(mac) = spec.mac {
+            a.push(attr(wire::IFLA_ADDRESS, mac.0).map_err(|e| op.encode(e))?);
         }
         if let Some(ns) = spec.netns {
             // The descriptor is read by the kernel while handling this request; `ns` outlives it.

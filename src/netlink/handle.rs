@@ -99,7 +99,12 @@ pub(crate) struct Op {
     object: String,
     /// The kernel feature this request depends on; EOPNOTSUPP then names it.
     feature: Option<&'static str>,
+    /// The link kind a create request makes: the kernel's "Unknown device type" names it.
+    link_kind: Option<String>,
 }
+
+/// The kernel's extended-ack text when it has no driver for a link kind (rtnl_newlink).
+const UNKNOWN_DEVICE_TYPE: &str = "Unknown device type";
 
 impl Op {
     pub(crate) fn new(op: impl Into<String>, object: impl Into<String>) -> Op {
@@ -107,11 +112,21 @@ impl Op {
             op: op.into(),
             object: object.into(),
             feature: None,
+            link_kind: None,
         }
     }
 
     pub(crate) fn feature(mut self, feature: &'static str) -> Op {
         self.feature = Some(feature);
+        self
+    }
+
+    /// A request creating a link of `kind`: a kernel without that kind answers EOPNOTSUPP
+    /// with "Unknown device type", which becomes Unsupported naming the kind. EOPNOTSUPP with
+    /// another text, or none, stays a kernel error: a kernel that has the kind refuses this
+    /// link (a VLAN on a VLAN-challenged master says so), and a bare errno proves nothing.
+    pub(crate) fn link_kind(mut self, kind: &str) -> Op {
+        self.link_kind = Some(kind.to_string());
         self
     }
 
@@ -145,8 +160,13 @@ impl Op {
         match e {
             TransportError::Kernel { errno, detail } => {
                 let unsupported = matches!(errno, libc::EOPNOTSUPP | libc::EPROTONOSUPPORT | libc::EAFNOSUPPORT);
-                match self.feature {
-                    Some(feature) if unsupported => self.unsupported(feature, errno, detail),
+                // the kernel's own word for a missing kind beats a feature of the kind's data
+                let unknown_kind = errno == libc::EOPNOTSUPP && detail.as_deref() == Some(UNKNOWN_DEVICE_TYPE);
+                match (self.feature, &self.link_kind) {
+                    (_, Some(kind)) if unknown_kind => self
+                        .error(ErrorKind::Unsupported { feature: kind.clone() })
+                        .with_errno(errno),
+                    (Some(feature), _) if unsupported => self.unsupported(feature, errno, detail),
                     _ => Error::from_errno(&self.op, &self.object, errno, detail),
                 }
             }

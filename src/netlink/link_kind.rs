@@ -5,8 +5,10 @@
 //!
 //! A new kind is one variant here, with its IFLA_INFO_DATA attribute numbers and its arm in
 //! [`LinkKind::name`], [`LinkKind::decode`] and [`LinkKind::encode_data`] (and in
-//! [`LinkKind::feature`] when a kernel may lack it), and the variant in the round trip of
-//! this file's tests. Until it has a variant, a kind decodes as [`LinkKind::Other`] with the
+//! [`LinkKind::feature`] when a kernel may lack a part of it), and the variant in the round
+//! trip of this file's tests. A kernel without the kind itself is detected for every kind
+//! ([`Handle::create_link`](super::Handle::create_link) reports it as Unsupported, naming
+//! the kind; [`LinkKind::module`] names what to load). Until it has a variant, a kind decodes as [`LinkKind::Other`] with the
 //! kernel's name.
 use super::types::MacvlanMode;
 use super::wire::{self, attr, Nest};
@@ -15,6 +17,11 @@ use super::wire::{self, attr, Nest};
 const IFLA_BR_VLAN_FILTERING: u16 = 7;
 const IFLA_MACVLAN_MODE: u16 = 1;
 const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
+const IFLA_IPVLAN_MODE: u16 = 1;
+const IFLA_IPVLAN_FLAGS: u16 = 2;
+const IFLA_VLAN_ID: u16 = 1;
+const IFLA_VLAN_PROTOCOL: u16 = 5;
+const IFLA_VRF_TABLE: u16 = 1;
 
 /// A link kind with its kind-specific data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +32,15 @@ pub enum LinkKind {
     Macvlan(MacvlanData),
     /// An intermediate functional block (bandwidth's ingress shaping).
     Ifb,
-    /// A kind without a variant yet, by the kernel's name (`dummy`, `vxlan`, …).
+    /// A link with no lower link and no queue, whose packets go nowhere (the `dummy` plugin).
+    Dummy,
+    /// An ipvlan: shares its lower link's MAC, told apart by its addresses.
+    Ipvlan(IpvlanData),
+    /// An 802.1Q/802.1ad VLAN on its lower link.
+    Vlan(VlanData),
+    /// A VRF master: its slaves' routes live in its routing table.
+    Vrf(VrfData),
+    /// A kind without a variant yet, by the kernel's name (`vxlan`, `geneve`, …).
     Other(String),
 }
 
@@ -46,6 +61,97 @@ pub struct MacvlanData {
     pub bcqueuelen: Option<u32>,
 }
 
+/// IFLA_INFO_DATA of an ipvlan. Both attributes are 16 bits wide (`NLA_U16`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IpvlanData {
+    /// IFLA_IPVLAN_MODE; None for a mode this crate does not know.
+    pub mode: Option<IpvlanMode>,
+    /// IFLA_IPVLAN_FLAGS: 0 is bridge, `IPVLAN_F_PRIVATE` 1, `IPVLAN_F_VEPA` 2. Sent even
+    /// when 0, as iproute2 and the reference's netlink library send it.
+    pub flags: u16,
+}
+
+/// ipvlan modes (IFLA_IPVLAN_MODE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpvlanMode {
+    L2,
+    L3,
+    L3s,
+}
+
+impl IpvlanMode {
+    pub fn to_raw(self) -> u16 {
+        match self {
+            IpvlanMode::L2 => 0,
+            IpvlanMode::L3 => 1,
+            IpvlanMode::L3s => 2,
+        }
+    }
+
+    pub fn from_raw(n: u16) -> Option<IpvlanMode> {
+        Some(match n {
+            0 => IpvlanMode::L2,
+            1 => IpvlanMode::L3,
+            2 => IpvlanMode::L3s,
+            _ => return None,
+        })
+    }
+
+    /// The mode as configs and `ip -d link` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IpvlanMode::L2 => "l2",
+            IpvlanMode::L3 => "l3",
+            IpvlanMode::L3s => "l3s",
+        }
+    }
+}
+
+/// IFLA_INFO_DATA of a VLAN.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VlanData {
+    /// IFLA_VLAN_ID (16 bits, host order): 0 … 4094.
+    pub id: u16,
+    /// IFLA_VLAN_PROTOCOL (an ethertype, network order); None leaves the kernel's 802.1Q.
+    pub protocol: Option<VlanProtocol>,
+}
+
+/// The tag a VLAN puts on its frames (IFLA_VLAN_PROTOCOL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VlanProtocol {
+    /// 802.1Q, ethertype 0x8100 (the kernel's default).
+    Dot1Q,
+    /// 802.1ad (QinQ), ethertype 0x88a8.
+    Dot1Ad,
+    /// Any other ethertype the kernel reports.
+    Other(u16),
+}
+
+impl VlanProtocol {
+    pub fn ethertype(self) -> u16 {
+        match self {
+            VlanProtocol::Dot1Q => 0x8100,
+            VlanProtocol::Dot1Ad => 0x88a8,
+            VlanProtocol::Other(t) => t,
+        }
+    }
+
+    pub fn from_ethertype(t: u16) -> VlanProtocol {
+        match t {
+            0x8100 => VlanProtocol::Dot1Q,
+            0x88a8 => VlanProtocol::Dot1Ad,
+            other => VlanProtocol::Other(other),
+        }
+    }
+}
+
+/// IFLA_INFO_DATA of a VRF.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VrfData {
+    /// IFLA_VRF_TABLE: the routing table of the VRF's slaves (required at creation).
+    pub table: u32,
+}
+
 impl LinkKind {
     /// The kernel's name of the kind (IFLA_INFO_KIND).
     pub fn name(&self) -> &str {
@@ -54,7 +160,20 @@ impl LinkKind {
             LinkKind::Bridge(_) => "bridge",
             LinkKind::Macvlan(_) => "macvlan",
             LinkKind::Ifb => "ifb",
+            LinkKind::Dummy => "dummy",
+            LinkKind::Ipvlan(_) => "ipvlan",
+            LinkKind::Vlan(_) => "vlan",
+            LinkKind::Vrf(_) => "vrf",
             LinkKind::Other(name) => name,
+        }
+    }
+
+    /// The kernel module that provides the kind, for the error of a kernel without it (the
+    /// module is named after the kind but for VLANs).
+    pub fn module(&self) -> &str {
+        match self {
+            LinkKind::Vlan(_) => "8021q",
+            other => other.name(),
         }
     }
 
@@ -78,6 +197,7 @@ impl LinkKind {
         let name = wire::as_string(wire::find(linkinfo, wire::IFLA_INFO_KIND)?);
         let data = wire::find(linkinfo, wire::IFLA_INFO_DATA).unwrap_or_default();
         let u32_of = |ty| wire::find(data, ty).and_then(wire::as_u32);
+        let u16_of = |ty| wire::find(data, ty).and_then(wire::as_u16);
         Some(match name.as_str() {
             "veth" => LinkKind::Veth,
             "bridge" => LinkKind::Bridge(BridgeData {
@@ -90,6 +210,20 @@ impl LinkKind {
                 bcqueuelen: u32_of(IFLA_MACVLAN_BC_QUEUE_LEN),
             }),
             "ifb" => LinkKind::Ifb,
+            "dummy" => LinkKind::Dummy,
+            "ipvlan" => LinkKind::Ipvlan(IpvlanData {
+                mode: u16_of(IFLA_IPVLAN_MODE).and_then(IpvlanMode::from_raw),
+                flags: u16_of(IFLA_IPVLAN_FLAGS).unwrap_or(0),
+            }),
+            "vlan" => LinkKind::Vlan(VlanData {
+                id: u16_of(IFLA_VLAN_ID).unwrap_or(0),
+                protocol: wire::find(data, IFLA_VLAN_PROTOCOL)
+                    .and_then(wire::as_be16)
+                    .map(VlanProtocol::from_ethertype),
+            }),
+            "vrf" => LinkKind::Vrf(VrfData {
+                table: u32_of(IFLA_VRF_TABLE).unwrap_or(0),
+            }),
             _ => LinkKind::Other(name),
         })
     }
@@ -111,7 +245,20 @@ impl LinkKind {
                     d.push(attr(IFLA_MACVLAN_BC_QUEUE_LEN, len)?);
                 }
             }
-            LinkKind::Veth | LinkKind::Ifb | LinkKind::Other(_) => {}
+            LinkKind::Ipvlan(i) => {
+                if let Some(mode) = i.mode {
+                    d.push(attr(IFLA_IPVLAN_MODE, mode.to_raw())?);
+                }
+                d.push(attr(IFLA_IPVLAN_FLAGS, i.flags)?);
+            }
+            LinkKind::Vlan(v) => {
+                d.push(attr(IFLA_VLAN_ID, v.id)?);
+                if let Some(p) = v.protocol {
+                    d.push(attr(IFLA_VLAN_PROTOCOL, wire::be16(p.ethertype()))?);
+                }
+            }
+            LinkKind::Vrf(v) => d.push(attr(IFLA_VRF_TABLE, v.table)?),
+            LinkKind::Veth | LinkKind::Ifb | LinkKind::Dummy | LinkKind::Other(_) => {}
         }
         Ok((!d.is_empty()).then_some(d))
     }
@@ -122,13 +269,15 @@ impl LinkKind {
     }
 }
 
-/// IFLA_LINKINFO with `data` the caller built (a veth's peer is create-time only).
+/// IFLA_LINKINFO with `data` the caller built (a veth's peer is create-time only). The kind
+/// goes without a terminating NUL, as iproute2 and the reference's netlink library send it
+/// (the kernel reads it either way), so a create request is the same bytes as theirs.
 pub(crate) fn linkinfo(
     kind: &str,
     data: Option<Nest>,
 ) -> Result<neli::rtnl::Rtattr<neli::consts::rtnl::Ifla, neli::types::Buffer>, String> {
     let mut info = Nest::new();
-    info.push(attr(wire::IFLA_INFO_KIND, kind)?);
+    info.push(attr(wire::IFLA_INFO_KIND, neli::types::Buffer::from(kind.as_bytes()))?);
     if let Some(d) = data {
         info.push(attr(wire::IFLA_INFO_DATA, d)?);
     }
@@ -159,7 +308,22 @@ mod tests {
                 mode: Some(MacvlanMode::Vepa),
                 bcqueuelen: Some(100),
             }),
-            LinkKind::Other("dummy".into()),
+            LinkKind::Dummy,
+            LinkKind::Ipvlan(IpvlanData {
+                mode: Some(IpvlanMode::L3s),
+                flags: 0,
+            }),
+            LinkKind::Ipvlan(IpvlanData {
+                mode: Some(IpvlanMode::L2),
+                flags: 2,
+            }),
+            LinkKind::Vlan(VlanData {
+                id: 4094,
+                protocol: Some(VlanProtocol::Dot1Ad),
+            }),
+            LinkKind::Vlan(VlanData { id: 0, protocol: None }),
+            LinkKind::Vrf(VrfData { table: u32::MAX }),
+            LinkKind::Other("vxlan".into()),
         ] {
             assert_eq!(round_trip(kind.clone()), Some(kind));
         }

@@ -16,7 +16,7 @@
 //!
 //! Modules: `handle` (request discipline), `link` (lookup, change, delete), `link_kind` (a
 //! link's kind and its data, decoded and encoded), `create` (veth pairs, and every other
-//! kind from its `LinkKind`), `bridge_port` (port flags and VLANs), `address`, `route`, `types`,
+//! kind from its `LinkKind`), `bridge_port` (port flags and VLANs), `address`, `route`, `rule` (policy-routing rules), `types`,
 //! `names` (random veth names), [`tc`] (qdiscs and filters: tbf, ingress, u32 + mirred), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
 //!
@@ -25,6 +25,7 @@
 //! (tables, chains, rules, and the rule shapes the plugins use).
 mod address;
 mod bridge_port;
+pub mod bytes;
 pub mod conntrack;
 mod create;
 mod error;
@@ -35,6 +36,7 @@ mod names;
 pub mod netfilter;
 pub mod nftables;
 mod route;
+mod rule;
 pub mod tc;
 mod transport;
 mod types;
@@ -48,9 +50,10 @@ pub use create::{BridgeSpec, IfbSpec, LinkSpec, MacvlanSpec, VethError, VethSpec
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
-pub use link_kind::{BridgeData, LinkKind, MacvlanData};
+pub use link_kind::{BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, VlanData, VlanProtocol, VrfData};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
 pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
+pub use rule::{RuleInfo, SourceRule};
 pub use transport::{Message, Reply, Socket, Transport, TransportError};
 pub use types::{Family, MacAddr, MacParseError, MacvlanMode, Scope};
 
@@ -60,5 +63,7 @@ pub use types::{Family, MacAddr, MacParseError, MacvlanMode, Scope};
 #[doc(hidden)]
 pub mod testing;
 
+#[cfg(test)]
+mod kind_requests;
 #[cfg(test)]
 mod tests;

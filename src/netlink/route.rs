@@ -1,5 +1,6 @@
 //! Routes: add (exclusive, next to others as Go netlink's `RouteAddEcmp`, appended, or
 //! replacing), list (with the next hops of multipath routes), delete.
+use super::bytes;
 use std::fmt::Write as _;
 use std::io::Cursor;
 use std::net::IpAddr;
@@ -21,7 +22,6 @@ pub const TABLE_MAIN: u32 = 254;
 pub const PROTO_KERNEL: u8 = 2;
 pub const PROTO_BOOT: u8 = 3;
 pub const PROTO_STATIC: u8 = 4;
-const RTN_UNICAST: u8 = 1;
 
 /// A route to add or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +125,27 @@ impl RouteInfo {
     pub fn has_gateway(&self, gw: IpAddr) -> bool {
         self.next_hops().iter().any(|(g, _)| *g == Some(gw))
     }
+
+    /// This very route in `table` (its own table: the spec that deletes exactly it): every
+    /// attribute kept, protocol and scope included. `None` for a route a [`RouteSpec`]
+    /// cannot state: not unicast, or multipath.
+    pub fn in_table(&self, table: u32) -> Option<RouteSpec> {
+        if self.route_type != wire::RTN_UNICAST || !self.nexthops.is_empty() {
+            return None;
+        }
+        Some(RouteSpec {
+            dst: self.dst,
+            gateway: self.gateway,
+            oif: self.oif,
+            scope: Some(self.scope),
+            table: Some(table),
+            metric: self.metric,
+            mtu: self.mtu,
+            advmss: self.advmss,
+            prefsrc: self.prefsrc,
+            protocol: Some(self.protocol),
+        })
+    }
 }
 
 /// What a request does with the spec: deletes match only on the fields the caller set.
@@ -184,7 +205,7 @@ fn route_msg(op: &Op, r: &RouteSpec, purpose: Purpose) -> Result<Vec<u8>> {
         .rtm_table(RtTable::from(header_table))
         .rtm_protocol(Rtprot::from(r.protocol.unwrap_or(default_protocol)))
         .rtm_scope(RtScope::from(r.scope.unwrap_or(default_scope).to_raw()))
-        .rtm_type(Rtn::from(RTN_UNICAST))
+        .rtm_type(Rtn::from(wire::RTN_UNICAST))
         .rtattrs(a)
         .build()
         .map_err(|e| op.encode(e.to_string()))?;
@@ -372,11 +393,11 @@ const RTNH_LEN: usize = 8;
 fn decode_multipath(mut p: &[u8]) -> Vec<NextHop> {
     let mut out = vec![];
     while p.len() >= RTNH_LEN {
-        let len = u16::from_ne_bytes([p[0], p[1]]) as usize;
+        let len = usize::from(bytes::read_host16(p).unwrap_or(0));
         if len < RTNH_LEN || len > p.len() {
             break;
         }
-        let ifindex = u32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
+        let ifindex = bytes::read_host32(&p[4..]).unwrap_or(0);
         out.push(NextHop {
             gateway: wire::find(&p[RTNH_LEN..len], wire::RTA_GATEWAY).and_then(wire::as_ip),
             oif: (ifindex != 0).then_some(ifindex),

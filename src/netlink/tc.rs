@@ -10,6 +10,7 @@
 //!
 //! A kernel without the qdisc, classifier or action module answers ENOENT (or EOPNOTSUPP);
 //! the error then names the missing feature (`tbf qdisc is not supported by this kernel`).
+use super::bytes::{self, CStruct};
 use super::handle::{Handle, Op, Result};
 use super::netfilter::Attrs;
 use super::transport::{Message, Transport, TransportError};
@@ -106,23 +107,51 @@ impl PschedClock {
         })
     }
 
-    /// Microseconds to ticks, truncated as the reference does.
-    pub fn time_to_ticks(&self, usec: u32) -> u32 {
-        (f64::from(usec) * self.tick_in_usec) as u32
+    /// Microseconds to ticks, truncated as the reference does; None past 32 bits.
+    pub fn time_to_ticks(&self, usec: u32) -> Option<u32> {
+        to_u32(f64::from(usec) * self.tick_in_usec)
     }
+}
+
+/// `v` truncated to a u32, as Go's `uint32(v)` for a `v` in range; None out of range (Go
+/// leaves that conversion to the machine: on amd64 it wraps around).
+fn to_u32(v: f64) -> Option<u32> {
+    (0.0..4_294_967_296.0).contains(&v).then_some(v as u32)
 }
 
 impl Tbf {
     /// The token bucket that shapes to `rate` bytes/s with a `burst`-byte bucket and queues
-    /// at most `latency_usec` worth of traffic beyond it: the reference bandwidth plugin's
-    /// arithmetic, truncations included (its limit adds the burst, not the buffer).
-    pub fn shaping(rate: u64, burst: u32, latency_usec: f64, clock: PschedClock) -> Tbf {
-        let buffer_usec = (f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64) as u32;
-        Tbf {
+    /// at most `latency_usec` worth of traffic beyond it, as the reference bandwidth plugin
+    /// computes it (the same truncations; its limit adds the burst, not the buffer). None
+    /// when the kernel cannot hold it: the bucket's time in psched ticks or the limit passes
+    /// 32 bits (or there is no rate). The reference's conversions wrap around there and
+    /// shape with another bucket than the one asked for (a saturating one would too).
+    pub fn shaping(rate: u64, burst: u32, latency_usec: f64, clock: PschedClock) -> Option<Tbf> {
+        let buffer_usec = to_u32(f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64)?;
+        let latency = to_u32(rate as f64 * latency_usec / TIME_UNITS_PER_SEC)?;
+        Some(Tbf {
             rate,
-            buffer: clock.time_to_ticks(buffer_usec),
-            limit: ((rate as f64 * latency_usec / TIME_UNITS_PER_SEC) as u32).wrapping_add(burst),
+            buffer: clock.time_to_ticks(buffer_usec)?,
+            limit: latency.checked_add(burst)?,
+        })
+    }
+
+    /// The largest burst in bytes [`Tbf::shaping`] takes at `rate`; None when it takes none.
+    pub fn max_burst(rate: u64, latency_usec: f64, clock: PschedClock) -> Option<u32> {
+        let fits = |b: u32| Tbf::shaping(rate, b, latency_usec, clock).is_some();
+        if !fits(0) {
+            return None;
         }
+        // shaping's arithmetic itself, searched: it only grows with the burst
+        let (mut lo, mut hi) = (0u32, u32::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match fits(mid) {
+                true => lo = mid,
+                false => hi = mid - 1,
+            }
+        }
+        Some(lo)
     }
 }
 
@@ -150,45 +179,45 @@ pub struct Filter {
     pub redirects: Vec<u32>,
 }
 
+/// `struct tcmsg`: family u8, 3 bytes of padding, ifindex i32, handle, parent, info.
 fn tcmsg(ifindex: u32, handle: u32, parent: u32, info: u32) -> Vec<u8> {
-    let mut b = Vec::with_capacity(TCMSG_LEN);
-    b.extend_from_slice(&[wire::AF_UNSPEC, 0, 0, 0]);
-    b.extend_from_slice(&(ifindex as i32).to_ne_bytes());
-    b.extend_from_slice(&handle.to_ne_bytes());
-    b.extend_from_slice(&parent.to_ne_bytes());
-    b.extend_from_slice(&info.to_ne_bytes());
-    b
+    CStruct::zeroed(TCMSG_LEN)
+        .u8(0, wire::AF_UNSPEC)
+        .i32(4, ifindex as i32)
+        .u32(8, handle)
+        .u32(12, parent)
+        .u32(16, info)
+        .into_bytes()
 }
 
 fn u32_ne(v: u32) -> [u8; 4] {
-    v.to_ne_bytes()
+    bytes::host32(v)
 }
 
 /// `struct tc_tbf_qopt`: rate spec (12 bytes), peak rate spec (12), limit, buffer, mtu.
+/// `tc_ratespec`: cell_log u8, linklayer u8, overhead u16, cell_align i16, mpu u16, rate.
 fn tbf_qopt(t: &Tbf) -> Vec<u8> {
-    let mut b = vec![0u8; 36];
-    // tc_ratespec: cell_log u8, linklayer u8, overhead u16, cell_align i16, mpu u16, rate u32
-    b[8..12].copy_from_slice(&(t.rate.min(u64::from(u32::MAX)) as u32).to_ne_bytes());
-    b[24..28].copy_from_slice(&t.limit.to_ne_bytes());
-    b[28..32].copy_from_slice(&t.buffer.to_ne_bytes());
-    b
+    CStruct::zeroed(36)
+        .u32(8, t.rate.min(u64::from(u32::MAX)) as u32)
+        .u32(24, t.limit)
+        .u32(28, t.buffer)
+        .into_bytes()
 }
 
-/// A match-all `struct tc_u32_sel` with one zero key (flags TERMINAL, nkeys 1).
+/// A match-all `struct tc_u32_sel` (flags u8, offshift u8, nkeys u8, …: 16 bytes) with
+/// one zero `tc_u32_key` (16 bytes): flags TERMINAL, nkeys 1.
 fn u32_match_all() -> Vec<u8> {
-    let mut b = vec![0u8; 16 + 16];
-    b[0] = TC_U32_TERMINAL;
-    b[2] = 1;
-    b
+    CStruct::zeroed(16 + 16).u8(0, TC_U32_TERMINAL).u8(2, 1).into_bytes()
 }
 
-/// `struct tc_mirred`: tc_gen (index, capab, action, refcnt, bindcnt), eaction, ifindex.
+/// `struct tc_mirred`: tc_gen (index u32, capab u32, action i32, refcnt i32, bindcnt
+/// i32), eaction i32, ifindex u32.
 fn mirred_parms(action: i32, eaction: i32, ifindex: u32) -> Vec<u8> {
-    let mut b = vec![0u8; 28];
-    b[8..12].copy_from_slice(&action.to_ne_bytes());
-    b[20..24].copy_from_slice(&eaction.to_ne_bytes());
-    b[24..28].copy_from_slice(&ifindex.to_ne_bytes());
-    b
+    CStruct::zeroed(28)
+        .i32(8, action)
+        .i32(20, eaction)
+        .u32(24, ifindex)
+        .into_bytes()
 }
 
 /// ENOENT from a tc request means the kind is unknown to the kernel (no module).
@@ -222,7 +251,7 @@ impl<T: Transport> Handle<T> {
         a.nest(TCA_OPTIONS, |o| {
             o.bytes(TCA_TBF_PARMS, &tbf_qopt(tbf));
             if tbf.rate >= 1 << 32 {
-                o.bytes(TCA_TBF_RATE64, &tbf.rate.to_ne_bytes());
+                o.bytes(TCA_TBF_RATE64, &bytes::host64(tbf.rate));
             }
         });
         let mut payload = tcmsg(link, TBF_HANDLE, HANDLE_ROOT, 0);
@@ -266,7 +295,7 @@ impl<T: Transport> Handle<T> {
                 }
             });
         });
-        let info = make_handle(1, ETH_P_ALL.to_be());
+        let info = make_handle(1, bytes::to_net_u16(ETH_P_ALL));
         let mut payload = tcmsg(link, 0, INGRESS_QDISC, info);
         payload.extend_from_slice(a.as_bytes());
         self.tc_modify(
@@ -331,7 +360,7 @@ fn split(m: &Message) -> Option<(TcHeader, &[u8])> {
     if p.len() < TCMSG_LEN {
         return None;
     }
-    let n = |at: usize| u32::from_ne_bytes(p[at..at + 4].try_into().expect("4 bytes"));
+    let n = |at: usize| bytes::read_host32(&p[at..]).expect("4 bytes");
     let h = TcHeader {
         ifindex: n(4),
         handle: n(8),
@@ -365,7 +394,7 @@ fn decode_qdisc(m: &Message) -> Option<Qdisc> {
             }
             let rate32 = wire::as_u32(&q[8..12])?;
             let rate = wire::find(o, TCA_TBF_RATE64)
-                .and_then(|r| Some(u64::from_ne_bytes(r.get(..8)?.try_into().ok()?)))
+                .and_then(bytes::read_host64)
                 .unwrap_or(u64::from(rate32));
             Some(Tbf {
                 rate,
@@ -392,7 +421,7 @@ fn decode_filter(m: &Message) -> Option<Filter> {
             let is_mirred = wire::find(act, TCA_ACT_KIND).map(wire::as_string).as_deref() == Some("mirred");
             let parms = wire::find(act, TCA_ACT_OPTIONS).and_then(|o| wire::find(o, TCA_MIRRED_PARMS));
             if let (true, Some(p)) = (is_mirred, parms) {
-                if p.len() >= 28 && i32::from_ne_bytes(p[20..24].try_into().ok()?) == TCA_EGRESS_REDIR {
+                if p.len() >= 28 && bytes::read_host_i32(&p[20..])? == TCA_EGRESS_REDIR {
                     redirects.push(wire::as_u32(&p[24..28])?);
                 }
             }
@@ -401,7 +430,7 @@ fn decode_filter(m: &Message) -> Option<Filter> {
     Some(Filter {
         kind,
         priority: (info >> 16) as u16,
-        protocol: u16::from_be(info as u16),
+        protocol: bytes::from_net_u16(info as u16),
         classid: wire::find(opts, TCA_U32_CLASSID).and_then(wire::as_u32),
         redirects,
     })
@@ -422,12 +451,34 @@ mod tests {
         let t = Tbf::shaping(1_000_000, 2_000_000, 25_000.0, c);
         assert_eq!(
             t,
-            Tbf {
+            Some(Tbf {
                 rate: 1_000_000,
                 buffer: 31_250_000,
                 limit: 2_025_000
-            }
+            })
         );
+    }
+
+    /// Regression: a bucket whose time in ticks passed 32 bits was saturated (the reference
+    /// wraps around): 125 bytes/s with a 125,000-byte burst became a 34,359-byte bucket.
+    #[test]
+    fn buckets_the_kernel_cannot_hold_are_refused() {
+        let c = PschedClock::parse("000003e8 00000040 000f4240 3b9aca00\n").unwrap();
+        assert_eq!(Tbf::shaping(125, 125_000, 25_000.0, c), None);
+        // 34,359 bytes take 274,872,000 µs at 125 bytes/s, 4,294,875,000 ticks; one more
+        // byte passes 2^32
+        assert_eq!(Tbf::max_burst(125, 25_000.0, c), Some(34_359));
+        assert_eq!(Tbf::shaping(125, 34_359, 25_000.0, c).unwrap().buffer, 4_294_875_000);
+        assert_eq!(Tbf::shaping(125, 34_360, 25_000.0, c), None);
+        // the limit (25 ms at the rate, plus the burst) passing 32 bits
+        let fast = 1_000_000_000;
+        let max = Tbf::max_burst(fast, 25_000.0, c).unwrap();
+        assert_eq!(max, u32::MAX - 25_000_000);
+        assert!(Tbf::shaping(fast, max, 25_000.0, c).is_some());
+        assert_eq!(Tbf::shaping(fast, max + 1, 25_000.0, c), None);
+        // no rate: no bucket
+        assert_eq!(Tbf::shaping(0, 1, 25_000.0, c), None);
+        assert_eq!(Tbf::max_burst(0, 25_000.0, c), None);
     }
 
     #[test]

@@ -3,12 +3,14 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 
-use neli::consts::rtnl::{Ifa, IfaF, Iff, Ifla, RtAddrFamily, RtScope};
-use neli::rtnl::{IfaddrmsgBuilder, IfinfomsgBuilder};
+use neli::consts::rtnl::{Ifa, IfaF, Iff, Ifla, RtAddrFamily, RtScope, RtTable, Rta, Rtn, Rtprot};
+use neli::rtnl::{IfaddrmsgBuilder, IfinfomsgBuilder, RtmsgBuilder};
 use neli::types::{Buffer, RtBuffer};
 
 use super::address::Address;
 use super::link::Link;
+use super::link_kind::LinkKind;
+use super::route::RouteInfo;
 use super::transport::{Message, Reply, Transport, TransportError};
 use super::wire::{self, attr};
 
@@ -46,6 +48,14 @@ impl FakeTransport {
             .push_back(Err(TransportError::Kernel { errno, detail: None }));
     }
 
+    /// Queues a kernel error with its extended-ack text (`Unknown device type`, …).
+    pub fn push_kernel_error(&self, errno: i32, detail: &str) {
+        self.replies.borrow_mut().push_back(Err(TransportError::Kernel {
+            errno,
+            detail: Some(detail.to_string()),
+        }));
+    }
+
     /// Queues a reply carrying this link, as RTM_NEWLINK (for lookups and dumps).
     pub fn push_links(&self, links: &[Link]) {
         let messages = links.iter().map(encode_link).collect();
@@ -58,6 +68,15 @@ impl FakeTransport {
     /// Queues a reply carrying these addresses, as RTM_NEWADDR.
     pub fn push_addresses(&self, addresses: &[Address]) {
         let messages = addresses.iter().map(encode_address).collect();
+        self.push_reply(Reply {
+            messages,
+            interrupted: false,
+        });
+    }
+
+    /// Queues a reply carrying these routes, as RTM_NEWROUTE (single-path routes).
+    pub fn push_routes(&self, routes: &[RouteInfo]) {
+        let messages = routes.iter().map(encode_route).collect();
         self.push_reply(Reply {
             messages,
             interrupted: false,
@@ -77,6 +96,29 @@ impl Transport for FakeTransport {
             .borrow_mut()
             .pop_front()
             .unwrap_or_else(|| Ok(Reply::default()))
+    }
+}
+
+/// A link for a fake reply: `index`, `name` and `kind`, a MAC, MTU 1500, up, no master;
+/// change the rest with struct update syntax.
+pub fn link(index: u32, name: &str, kind: LinkKind) -> Link {
+    Link {
+        index,
+        name: name.into(),
+        kind: Some(kind),
+        slave_kind: None,
+        mac: Some(super::MacAddr([0x0a, 0, 0, 0, 0, index as u8])),
+        mtu: 1500,
+        master: None,
+        up: true,
+        lower_up: true,
+        oper_state: super::OperState::Up,
+        peer_index: None,
+        link_netnsid: None,
+        promisc: false,
+        allmulti: false,
+        txqlen: 0,
+        flags: 0,
     }
 }
 
@@ -152,6 +194,52 @@ pub fn encode_address(a: &Address) -> Message {
         .expect("an ifaddrmsg with all fields set builds");
     Message {
         kind: wire::RTM_NEWADDR,
+        flags: 0,
+        payload: wire::encode(&msg).expect("encodes"),
+    }
+}
+
+/// An address as the payload of an address attribute (RTA_GATEWAY, IFA_LOCAL, …).
+pub fn ip_payload(ip: std::net::IpAddr) -> Vec<u8> {
+    wire::ip_bytes(ip)
+}
+
+/// A single-path route as the kernel would report it in RTM_NEWROUTE.
+pub fn encode_route(r: &RouteInfo) -> Message {
+    let mut attrs = RtBuffer::<Rta, Buffer>::new();
+    let mut push = |ty: u16, p: Vec<u8>| attrs.push(attr(ty, Buffer::from(p)).expect("byte payloads always encode"));
+    if r.dst.prefix() > 0 {
+        push(wire::RTA_DST, wire::ip_bytes(r.dst.ip()));
+    }
+    if let Some(gw) = r.gateway {
+        push(wire::RTA_GATEWAY, wire::ip_bytes(gw));
+    }
+    if let Some(oif) = r.oif {
+        push(wire::RTA_OIF, oif.to_ne_bytes().to_vec());
+    }
+    if let Some(m) = r.metric {
+        push(wire::RTA_PRIORITY, m.to_ne_bytes().to_vec());
+    }
+    if let Some(src) = r.prefsrc {
+        push(wire::RTA_PREFSRC, wire::ip_bytes(src));
+    }
+    push(wire::RTA_TABLE, r.table.to_ne_bytes().to_vec());
+    let family = if r.dst.is_ipv4() { wire::AF_INET } else { wire::AF_INET6 };
+    let header_table = u8::try_from(r.table).unwrap_or(wire::RT_TABLE_COMPAT);
+    let msg = RtmsgBuilder::default()
+        .rtm_family(RtAddrFamily::from(family))
+        .rtm_dst_len(r.dst.prefix())
+        .rtm_src_len(0)
+        .rtm_tos(0)
+        .rtm_table(RtTable::from(header_table))
+        .rtm_protocol(Rtprot::from(r.protocol))
+        .rtm_scope(RtScope::from(r.scope.to_raw()))
+        .rtm_type(Rtn::from(r.route_type))
+        .rtattrs(attrs)
+        .build()
+        .expect("an rtmsg with all fields set builds");
+    Message {
+        kind: wire::RTM_NEWROUTE,
         flags: 0,
         payload: wire::encode(&msg).expect("encodes"),
     }

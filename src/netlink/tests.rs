@@ -57,7 +57,7 @@ fn a_fifteen_byte_name_is_sent_with_exactly_one_nul() {
     );
     // the peer's name sits in LINKINFO / INFO_DATA / VETH_INFO_PEER (an ifinfomsg + attrs)
     let info = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_LINKINFO).unwrap();
-    assert_eq!(find(&info, IFLA_INFO_KIND).unwrap(), b"veth\0");
+    assert_eq!(find(&info, IFLA_INFO_KIND).unwrap(), b"veth");
     let data = find(&info, IFLA_INFO_DATA).unwrap();
     let peer = find(data, VETH_INFO_PEER).unwrap();
     assert_eq!(attr_of(peer, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(), b"ponmlkjihgfedcb\0");
@@ -752,4 +752,219 @@ fn a_random_host_name_clash_is_retried_and_a_peer_clash_is_typed() {
     }
     let e = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap_err();
     assert!(matches!(e, VethError::NoUniqueName { attempts: 10 }), "{e:?}");
+}
+
+/// A rule as the kernel dumps it: the fib_rule_hdr, then attributes.
+fn raw_rule(family: u8, src: Option<(&[u8], u8)>, table: u32, priority: u32, more: &[(u16, &[u8])]) -> Message {
+    let (src_bytes, src_len) = src.unwrap_or((&[], 0));
+    let mut payload = vec![
+        family,
+        0,
+        src_len,
+        0,
+        u8::try_from(table).unwrap_or(RT_TABLE_COMPAT),
+        0,
+        0,
+        1,
+    ];
+    payload.extend(0u32.to_ne_bytes());
+    payload.extend(raw_attr(FRA_TABLE, &table.to_ne_bytes()));
+    payload.extend(raw_attr(FRA_SUPPRESS_PREFIXLEN, &u32::MAX.to_ne_bytes()));
+    payload.extend(raw_attr(FRA_PROTOCOL, &[0]));
+    if priority > 0 {
+        payload.extend(raw_attr(FRA_PRIORITY, &priority.to_ne_bytes()));
+    }
+    if src.is_some() {
+        payload.extend(raw_attr(FRA_SRC, src_bytes));
+    }
+    for (ty, p) in more {
+        payload.extend(raw_attr(*ty, p));
+    }
+    Message {
+        kind: RTM_NEWRULE,
+        flags: 0,
+        payload,
+    }
+}
+
+/// The request is the one Go's netlink `RuleAdd` sends for the reference's sbr rule: no
+/// priority (the kernel picks it), the table in the header up to 255 and in FRA_TABLE
+/// above, reserved byte `RTPROT_BOOT`, action "to table".
+#[test]
+fn source_rules_are_sent_as_the_references_netlink_sends_them() {
+    let h = handle();
+    let v4 = SourceRule {
+        src: "10.0.0.2/32".parse().unwrap(),
+        table: 100,
+    };
+    let v6 = SourceRule {
+        src: "2001:db8::2/128".parse().unwrap(),
+        table: 1000,
+    };
+    h.add_source_rule(&v4).unwrap();
+    h.add_source_rule(&v6).unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(reqs[0].kind, RTM_NEWRULE);
+    assert_eq!(reqs[0].flags, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);
+    // family, dst_len, src_len, tos, table, res1, res2, action, flags
+    assert_eq!(&reqs[0].payload[..12], &[AF_INET, 0, 32, 0, 100, 3, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        attributes(&reqs[0].payload, RTMSG_LEN),
+        vec![(FRA_SRC, vec![10, 0, 0, 2])]
+    );
+    assert_eq!(&reqs[1].payload[..12], &[AF_INET6, 0, 128, 0, 0, 3, 0, 1, 0, 0, 0, 0]);
+    let attrs = attributes(&reqs[1].payload, RTMSG_LEN);
+    assert_eq!(attrs.len(), 2);
+    assert_eq!(attrs[0].0, FRA_SRC);
+    assert_eq!(attrs[1], (FRA_TABLE, 1000u32.to_ne_bytes().to_vec()));
+}
+
+#[test]
+fn rules_decode_and_tell_a_source_lookup_from_a_rule_that_selects_more() {
+    let h = handle();
+    let a: std::net::IpAddr = "10.0.0.2".parse().unwrap();
+    h.transport().push_reply(Reply {
+        messages: vec![
+            raw_rule(AF_INET, None, 255, 0, &[]),
+            raw_rule(AF_INET, Some((&[10, 0, 0, 2], 32)), 100, 32765, &[]),
+            raw_rule(AF_INET, Some((&[10, 0, 0, 2], 32)), 300, 32764, &[(3, b"eth1\0")]),
+            raw_rule(AF_INET, Some((&[10, 0, 0, 0], 24)), 101, 32763, &[]),
+            raw_rule(
+                AF_INET,
+                Some((&[10, 0, 0, 2], 32)),
+                103,
+                32762,
+                &[(FRA_SUPPRESS_PREFIXLEN, &0u32.to_ne_bytes())],
+            ),
+            raw_rule(128, None, 253, 32767, &[]),
+            raw_rule(
+                AF_INET6,
+                Some((&"2001:db8::2".parse::<std::net::Ipv6Addr>().unwrap().octets(), 128)),
+                102,
+                32765,
+                &[],
+            ),
+        ],
+        interrupted: false,
+    });
+    let rules = h.rules(Family::All).unwrap();
+    assert_eq!(rules.len(), 6, "the multicast-routing family's rule is left out");
+    assert_eq!((rules[0].table, rules[0].priority, rules[0].src), (255, 0, None));
+    assert_eq!(
+        (rules[1].table, rules[1].priority, rules[1].src),
+        (100, 32765, Some("10.0.0.2/32".parse().unwrap()))
+    );
+    assert!(rules[1].is_lookup_from(a));
+    assert_eq!(rules[2].table, 300, "FRA_TABLE wins over the header's compat value");
+    assert!(
+        rules[2].more_selectors,
+        "an input interface selects more than the source"
+    );
+    assert!(!rules[2].is_lookup_from(a));
+    assert!(
+        !rules[3].is_lookup_from("10.0.0.0".parse().unwrap()),
+        "a subnet is no address"
+    );
+    assert!(
+        !rules[4].is_lookup_from(a),
+        "a suppressed prefix length is a condition of its own"
+    );
+    assert_eq!(rules[5].family, Family::V6);
+    assert!(rules[5].is_lookup_from("2001:db8::2".parse().unwrap()));
+    let req = &h.transport().requests()[0];
+    assert_eq!((req.kind, req.flags), (RTM_GETRULE, NLM_F_REQUEST | NLM_F_DUMP));
+    assert_eq!(
+        &req.payload[..12],
+        &[0u8; 12],
+        "a dump request carries nothing but the family"
+    );
+}
+
+#[test]
+fn rule_deletes_name_priority_source_and_table() {
+    let h = handle();
+    let rule = RuleInfo {
+        family: Family::V4,
+        priority: 32765,
+        src: Some("10.0.0.2/32".parse().unwrap()),
+        dst: None,
+        table: 100,
+        action: 1,
+        more_selectors: false,
+    };
+    h.delete_rule(&rule).unwrap();
+    h.transport().push_errno(libc::ENOENT);
+    let gone = h.delete_rule(&rule).unwrap_err();
+    assert!(gone.is_not_found(), "{gone}");
+    assert_eq!(
+        gone.to_string(),
+        "delete rule 32765: from 10.0.0.2/32 lookup 100: No such file or directory"
+    );
+    let req = &h.transport().requests()[0];
+    assert_eq!((req.kind, req.flags), (RTM_DELRULE, NLM_F_REQUEST | NLM_F_ACK));
+    assert_eq!(&req.payload[..12], &[AF_INET, 0, 32, 0, 100, 3, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        attributes(&req.payload, RTMSG_LEN),
+        vec![
+            (FRA_SRC, vec![10, 0, 0, 2]),
+            (FRA_PRIORITY, 32765u32.to_ne_bytes().to_vec())
+        ]
+    );
+}
+
+#[test]
+fn a_route_moves_to_another_table_with_every_attribute() {
+    let info = RouteInfo {
+        dst: "10.0.0.0/24".parse().unwrap(),
+        gateway: None,
+        oif: Some(2),
+        scope: Scope::Link,
+        table: TABLE_MAIN,
+        metric: Some(5),
+        mtu: Some(1400),
+        advmss: None,
+        prefsrc: Some("10.0.0.2".parse().unwrap()),
+        protocol: PROTO_KERNEL,
+        route_type: RTN_UNICAST,
+        nexthops: vec![],
+    };
+    let copy = info.in_table(100).unwrap();
+    assert_eq!(
+        (
+            copy.table,
+            copy.scope,
+            copy.protocol,
+            copy.prefsrc,
+            copy.metric,
+            copy.mtu,
+            copy.oif
+        ),
+        (
+            Some(100),
+            Some(Scope::Link),
+            Some(PROTO_KERNEL),
+            info.prefsrc,
+            Some(5),
+            Some(1400),
+            Some(2)
+        )
+    );
+    let local = RouteInfo {
+        route_type: 2,
+        ..info.clone()
+    };
+    assert_eq!(
+        local.in_table(100),
+        None,
+        "only unicast routes are stated by a RouteSpec"
+    );
+    let multipath = RouteInfo {
+        nexthops: vec![NextHop {
+            gateway: None,
+            oif: Some(3),
+            hops: 0,
+        }],
+        ..info
+    };
+    assert_eq!(multipath.in_table(100), None);
 }

@@ -3,6 +3,7 @@
 //! The numbers are the Linux uapi values, kept here as plain integers: neli lacks many of
 //! them (VETH_INFO_*, IFLA_MACVLAN_*, IFLA_BR*) and hides others behind
 //! `cfg(target_env = "gnu")`, which would break the musl build.
+use super::bytes;
 use std::io::Cursor;
 
 use neli::consts::rtnl::RtaType;
@@ -32,6 +33,9 @@ pub(crate) const RTM_GETADDR: u16 = 22;
 pub(crate) const RTM_NEWROUTE: u16 = 24;
 pub(crate) const RTM_DELROUTE: u16 = 25;
 pub(crate) const RTM_GETROUTE: u16 = 26;
+pub(crate) const RTM_NEWRULE: u16 = 32;
+pub(crate) const RTM_DELRULE: u16 = 33;
+pub(crate) const RTM_GETRULE: u16 = 34;
 
 // address families
 pub(crate) const AF_UNSPEC: u8 = 0;
@@ -84,6 +88,18 @@ pub(crate) const RTA_TABLE: u16 = 15;
 pub(crate) const RTAX_MTU: u16 = 2;
 pub(crate) const RTAX_ADVMSS: u16 = 8;
 pub(crate) const RT_TABLE_COMPAT: u8 = 252;
+pub(crate) const RTN_UNICAST: u8 = 1;
+
+// rule attributes and header flags (fib_rules.h)
+pub(crate) const FRA_DST: u16 = 1;
+pub(crate) const FRA_SRC: u16 = 2;
+pub(crate) const FRA_PRIORITY: u16 = 6;
+pub(crate) const FRA_SUPPRESS_IFGROUP: u16 = 13;
+pub(crate) const FRA_SUPPRESS_PREFIXLEN: u16 = 14;
+pub(crate) const FRA_TABLE: u16 = 15;
+pub(crate) const FRA_PAD: u16 = 18;
+pub(crate) const FRA_PROTOCOL: u16 = 21;
+pub(crate) const FIB_RULE_INVERT: u32 = 0x2;
 
 /// Marks an attribute as holding nested attributes; some kernel parsers require it
 /// (a bridge port's IFLA_PROTINFO without it is read as a bare STP state byte).
@@ -118,8 +134,8 @@ pub(crate) fn attrs(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
         if bytes.len() < 4 {
             return None;
         }
-        let len = u16::from_ne_bytes([bytes[0], bytes[1]]) as usize;
-        let ty = u16::from_ne_bytes([bytes[2], bytes[3]]) & NLA_TYPE_MASK;
+        let len = usize::from(bytes::read_host16(bytes)?);
+        let ty = bytes::read_host16(&bytes[2..])? & NLA_TYPE_MASK;
         if len < 4 || len > bytes.len() {
             return None;
         }
@@ -134,7 +150,22 @@ pub(crate) fn find(bytes: &[u8], ty: u16) -> Option<&[u8]> {
 }
 
 pub(crate) fn as_u32(p: &[u8]) -> Option<u32> {
-    Some(u32::from_ne_bytes(p.get(..4)?.try_into().ok()?))
+    bytes::read_host32(p)
+}
+
+pub(crate) fn as_u16(p: &[u8]) -> Option<u16> {
+    Some(u16::from_ne_bytes(p.get(..2)?.try_into().ok()?))
+}
+
+/// A `__be16` payload (an ethertype such as IFLA_VLAN_PROTOCOL): network byte order on
+/// every host, unlike the native-order integers around it.
+pub(crate) fn as_be16(p: &[u8]) -> Option<u16> {
+    Some(u16::from_be_bytes(p.get(..2)?.try_into().ok()?))
+}
+
+/// The payload of a `__be16` attribute (see [`as_be16`]).
+pub(crate) fn be16(v: u16) -> [u8; 2] {
+    v.to_be_bytes()
 }
 
 pub(crate) fn as_u8(p: &[u8]) -> Option<u8> {
@@ -143,8 +174,7 @@ pub(crate) fn as_u8(p: &[u8]) -> Option<u8> {
 
 /// A NUL-terminated string attribute.
 pub(crate) fn as_string(p: &[u8]) -> String {
-    let end = p.iter().position(|b| *b == 0).unwrap_or(p.len());
-    String::from_utf8_lossy(&p[..end]).into_owned()
+    bytes::from_c_string(p)
 }
 
 pub(crate) fn as_ip(p: &[u8]) -> Option<std::net::IpAddr> {

@@ -1,6 +1,7 @@
 //! The DEL side of a container interface: remove it from the container namespace, treating
 //! everything that is already gone as success (the spec requires DEL to be idempotent).
 use super::netns_open::open_for_del;
+use super::teardown::Teardown;
 use crate::cni::{config as cniconf, CniResult, Error, Request};
 use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 
@@ -91,4 +92,25 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
         true => Ok(Removed::Deleted),
         false => Ok(Removed::AlreadyGone),
     }
+}
+
+/// DEL of a plugin whose attachment is one container link of `kind` (macvlan, ipvlan,
+/// vlan, dummy) and the addresses of its IPAM, if it has one: the link by name (it has no
+/// peer to prove it by once a chained tuning's DEL has put back the MAC from before its
+/// ADD, and an ipvlan's or VLAN's MAC is its master's), and the addresses, in the order of
+/// [`super::ipam_delegation::del_with_interface`] (after the link, but dhcp's before, as its
+/// DHCPRELEASE leaves through the link). Every step is attempted; it needs
+/// neither the master nor the netns, and everything already gone is success. The IPAM type
+/// is read even from a config ADD refuses ([`cniconf::del_config`]).
+pub fn delete_with_addresses(req: &Request, plugin: &'static str, kind: &str) -> Result<(), Error> {
+    let ipam_type = cniconf::del_config(
+        plugin,
+        || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netconf")),
+        || None,
+    );
+    let mut teardown = Teardown::new(plugin);
+    super::ipam_delegation::del_with_interface(&mut teardown, ipam_type.as_deref(), req, |t| {
+        t.step(delete(req, None, kind))
+    });
+    teardown.finish()
 }

@@ -1,8 +1,8 @@
 //! Putting an IPAM result on the container interface, and checking later that it is still
 //! there: the reference plugins' `ipam.ConfigureIface` and `ip.ValidateExpected*`.
 use crate::cni::netaddr::network_of;
-use crate::cni::result::{IpConfig, Route};
-use crate::cni::{CniResult, Error};
+use crate::cni::result::{Interface, IpConfig, Route};
+use crate::cni::{CniResult, Error, Request};
 use crate::netlink::{AddrOptions, Family, Handle, Link, RouteSpec, Scope};
 use crate::netns::Netns;
 use crate::sysctl;
@@ -11,6 +11,45 @@ use std::time::Duration;
 
 /// How long to wait for IPv6 duplicate address detection, as the reference does.
 const DAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The result of an ADD that made `link`, the container interface `CNI_IFNAME`: that
+/// interface alone, in the sandbox, with its MAC.
+pub fn container_result(req: &Request, link: &Link) -> CniResult {
+    CniResult {
+        cni_version: req.cni_version.clone(),
+        interfaces: vec![Interface {
+            name: req.ifname.clone(),
+            mac: link.mac.map(|m| m.to_string()),
+            sandbox: Some(req.netns.clone()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// `result` (of [`container_result`]) with the addresses and routes of `l3` (an IPAM
+/// result, or a chained prevResult), every address on the one interface.
+pub fn with_addresses(mut result: CniResult, l3: CniResult) -> CniResult {
+    result.ips = l3.ips;
+    result.routes = l3.routes;
+    for ip in &mut result.ips {
+        ip.interface = Some(0);
+    }
+    result
+}
+
+/// `arp_notify` and `ndisc_notify` on the interface in `ns`: a link on a shared segment
+/// announces its (possibly reused) address at once. Best effort, as in the reference.
+pub fn announce(ns: &Netns, ifname: &str, plugin: &str) {
+    for key in [
+        sysctl::ipv4_conf(ifname, "arp_notify"),
+        sysctl::ipv6_conf(ifname, "ndisc_notify"),
+    ] {
+        if let Err(e) = sysctl::set_in(ns, &key, "1") {
+            eprintln!("cnibox {plugin}: {e}");
+        }
+    }
+}
 
 /// Find the container interface or fail the way the reference does.
 pub fn lookup(h: &Handle, ifname: &str) -> Result<Link, Error> {

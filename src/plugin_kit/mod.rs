@@ -5,6 +5,8 @@
 //! * [`container_link`]: idempotent removal of the container interface on DEL.
 //! * [`lower_link`]: a link stacked on a host interface (the "master"): namespaces, master,
 //!   MTU bound, creation in the container.
+//! * [`kernel_support`]: a kernel without the link kind a plugin creates, named with the
+//!   module to load.
 //! * [`ipam_delegation`]: IPAM ADD with release on failure, GC forwarding, the masquerade
 //!   attachment.
 //! * [`rollback`]: undo what a failed ADD did.
@@ -13,6 +15,7 @@ pub mod check_preamble;
 pub mod container_link;
 pub mod iface;
 pub mod ipam_delegation;
+pub mod kernel_support;
 pub mod lower_link;
 pub mod netns_open;
 pub mod rollback;
@@ -24,6 +27,21 @@ pub mod teardown;
 impl From<crate::netlink::Error> for crate::cni::Error {
     fn from(e: crate::netlink::Error) -> Self {
         crate::cni::Error::internal(e)
+    }
+}
+
+/// A kernel failure in the words Go's netlink gives the reference: the bare errno text
+/// (`file exists`, `invalid argument`); a failure without an errno keeps its whole message.
+pub fn go_kernel_text(e: &crate::netlink::Error) -> String {
+    match e.errno() {
+        Some(n) => {
+            let text = crate::netlink::errno_text(n);
+            let mut c = text.chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
+        }
+        None => e.to_string(),
     }
 }
 

@@ -1,14 +1,15 @@
-//! Opening `CNI_NETNS`, the one place every plugin does it: [`container`] for ADD and
-//! CHECK of bridge, veth and macvlan; [`open`] with the messages of Go's `ns.GetNS` for the
-//! plugins that report them as the reference does (loopback, tuning, bandwidth);
+//! Opening `CNI_NETNS`, the one place every plugin does it: [`open`] with the messages of
+//! Go's `ns.GetNS`, which loopback, tuning and vrf report bare; [`container`], the same
+//! wrapped in `failed to open netns "PATH"` as the link plugins and bandwidth report it;
 //! [`open_for_del`] for DEL, where a namespace already gone is nothing to do.
 use crate::cni::error::go_errno_text;
 use crate::cni::Error;
 use crate::netns::Netns;
 
-/// The container namespace: `failed to open netns "PATH": <why>` when it cannot be opened.
+/// The container namespace: `failed to open netns "PATH": <why>` when it cannot be opened,
+/// the why in `ns.GetNS`'s words (see [`open`]), as the reference plugins wrap it.
 pub fn container(path: &str) -> Result<Netns, Error> {
-    Netns::open(path).map_err(|e| Error::internal(format!("failed to open netns {path:?}: {e}")))
+    open(path).map_err(|e| e.context(format!("failed to open netns {path:?}")))
 }
 
 /// Open the container namespace for DEL: `None` when there is nothing to clean up there

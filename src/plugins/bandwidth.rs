@@ -34,6 +34,14 @@ const MAX_IFNAME: usize = 15;
 /// How long a packet may wait in a token bucket (the reference's constant).
 const LATENCY_MS: f64 = 25.0;
 
+/// The burst containerd's CRI sends with every rate a pod's bandwidth annotation sets
+/// (`math.MaxUint32` bits: Kubernetes has no burst annotation). Below about 15.6 Mbit/s the
+/// kernel's token bucket cannot hold it; refusing it would keep every such pod from
+/// starting (the reference starts them, with a bucket its arithmetic wrapped around to), so
+/// it means the largest bucket the kernel holds at the rate. Any other burst the kernel
+/// cannot hold is refused.
+const CRI_BURST: u64 = u32::MAX as u64;
+
 /// One direction's limit, in bits per second and bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Limit {
@@ -46,9 +54,44 @@ impl Limit {
         self.rate > 0 && self.burst > 0
     }
 
-    /// The token bucket in bytes and ticks, as the reference computes it.
-    fn tbf(&self, clock: PschedClock) -> Tbf {
-        Tbf::shaping(self.rate / 8, (self.burst / 8) as u32, LATENCY_MS * 1000.0, clock)
+    /// The token bucket in bytes and ticks, as the reference computes it; a burst the
+    /// kernel cannot hold at the rate is an error naming the largest it can (the reference
+    /// shapes with whatever its arithmetic wrapped around to). `direction`: `ingress` or
+    /// `egress`, the keys' prefix.
+    fn tbf(&self, clock: PschedClock, direction: &str) -> Result<Tbf, Error> {
+        let (rate, latency) = (self.rate / 8, LATENCY_MS * 1000.0);
+        if rate == 0 {
+            // the kernel refuses a bucket without a rate ("invalid argument"): say why
+            return Err(Error::internal(format!(
+                "{direction}Rate {} is less than 8 bits per second: the kernel's token bucket counts whole bytes",
+                self.rate
+            )));
+        }
+        if let Some(t) = Tbf::shaping(rate, (self.burst / 8) as u32, latency, clock) {
+            return Ok(t);
+        }
+        if self.burst == CRI_BURST {
+            // not asked for but sent for every pod that sets a rate: the largest bucket
+            if let Some(t) =
+                Tbf::max_burst(rate, latency, clock).and_then(|max| Tbf::shaping(rate, max, latency, clock))
+            {
+                return Ok(t);
+            }
+        }
+        Err(Error::internal(match Tbf::max_burst(rate, latency, clock) {
+            Some(max) => format!(
+                "{direction}Burst {} is more than the kernel's token bucket holds at {direction}Rate {}: \
+                 at most {} bits at that rate",
+                self.burst,
+                self.rate,
+                u64::from(max) * 8 + 7
+            ),
+            None => format!(
+                "{direction}Rate {} is more than the kernel's token bucket takes: {LATENCY_MS} ms at that rate \
+                 is past 4 GB",
+                self.rate
+            ),
+        }))
     }
 }
 
@@ -62,6 +105,12 @@ struct Entry {
 impl Entry {
     fn is_zero(&self) -> bool {
         *self == Entry::default()
+    }
+
+    /// The ingress and egress token buckets of the directions that are set.
+    fn buckets(&self, clock: PschedClock) -> Result<(Option<Tbf>, Option<Tbf>), Error> {
+        let bucket = |l: Limit, direction| l.is_set().then(|| l.tbf(clock, direction)).transpose();
+        Ok((bucket(self.ingress, "ingress")?, bucket(self.egress, "egress")?))
     }
 }
 
@@ -100,13 +149,8 @@ fn load(req: &Request) -> Result<Option<Entry>, Error> {
     )
     .map_err(|e| e.context(CTX))?
     {
-        Some(rc) => json::opt_ptr_object(
-            &rc,
-            "bandwidth",
-            "PluginConf.runtimeConfig.bandwidth",
-            "*main.BandwidthEntry",
-        )
-        .map_err(|e| e.context(CTX))?,
+        Some(rc) => json::opt_ptr_object(&rc, "bandwidth", ".runtimeConfig.bandwidth", "main.BandwidthEntry")
+            .map_err(|e| e.context(CTX))?,
         None => None,
     };
     let runtime = runtime
@@ -184,10 +228,6 @@ fn host_interface(host: &Handle, ns: &Netns, interfaces: &[Interface], ifname: &
     Err(Error::internal("no veth peer of container interface found in host ns"))
 }
 
-fn open_netns(path: &str) -> Result<Netns, Error> {
-    netns_open::open(path).map_err(|e| e.context(format!("failed to open netns {path:?}")))
-}
-
 impl Plugin for Bandwidth {
     fn about(&self) -> &'static str {
         "CNI bandwidth plugin from cnibox"
@@ -207,15 +247,16 @@ impl Plugin for Bandwidth {
             Some(l) if !l.is_zero() => l,
             _ => return Ok(result), // nothing to shape
         };
-        let ns = open_netns(&req.netns)?;
+        // both buckets first: one the kernel cannot hold fails before anything changes
+        let (ingress, egress) = limits.buckets(clock()?)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &result.interfaces, &req.ifname)?;
-        let clock = clock()?;
         let mut rollback = Rollback::new();
 
         // ingress of the container: shaped leaving the host veth
-        if limits.ingress.is_set() {
-            host.add_tbf(veth.index, &limits.ingress.tbf(clock))
+        if let Some(tbf) = ingress {
+            host.add_tbf(veth.index, &tbf)
                 .map_err(|e| Error::internal(format!("create qdisc: {e}")))?;
             let (h, index) = (&host, veth.index);
             rollback.push("remove the veth's tbf", move || {
@@ -225,7 +266,7 @@ impl Plugin for Bandwidth {
             });
         }
         // egress of the container: redirected from the host veth to an ifb, shaped leaving it
-        if limits.egress.is_set() {
+        if let Some(tbf) = egress {
             let name = ifb_name(&req.name, &req.container_id);
             let ifb = host
                 .create_ifb(&IfbSpec {
@@ -253,7 +294,7 @@ impl Plugin for Bandwidth {
             });
             host.add_redirect_filter(veth.index, ifb.index)
                 .map_err(|e| Error::internal(format!("add filter: {e}")))?;
-            host.add_tbf(ifb.index, &limits.egress.tbf(clock))
+            host.add_tbf(ifb.index, &tbf)
                 .map_err(|e| Error::internal(format!("create ifb qdisc: create qdisc: {e}")))?;
         }
         rollback.commit();
@@ -284,22 +325,22 @@ impl Plugin for Bandwidth {
         let Some(prev) = prev_result(req)? else {
             return Err(Error::internal("must be called as a chained plugin"));
         };
-        let ns = open_netns(&req.netns)?;
+        let ns = netns_open::container(&req.netns)?;
         let host = Handle::current()?;
         let veth = host_interface(&host, &ns, &prev.interfaces, &req.ifname)?;
         let Some(limits) = limits.filter(|l| !l.is_zero()) else {
             return Ok(());
         };
-        let clock = clock()?;
-        if limits.ingress.is_set() {
-            check_tbf(&host, veth.index, &limits.ingress.tbf(clock))?;
+        let (ingress, egress) = limits.buckets(clock()?)?;
+        if let Some(tbf) = ingress {
+            check_tbf(&host, veth.index, &tbf)?;
         }
-        if limits.egress.is_set() {
+        if let Some(tbf) = egress {
             let name = ifb_name(&req.name, &req.container_id);
             let ifb = host
                 .link_by_name(&name)?
                 .ok_or_else(|| Error::internal("get ifb device: Link not found"))?;
-            check_tbf(&host, ifb.index, &limits.egress.tbf(clock))?;
+            check_tbf(&host, ifb.index, &tbf)?;
             // without the redirect the ifb's bucket shapes nothing (the reference does not look)
             let redirected = host
                 .filters(veth.index, tc::INGRESS_QDISC)

@@ -2,53 +2,31 @@
 //! container (see [`lower_link`](crate::plugin_kit::lower_link)), with or without IPAM addresses.
 use crate::cni::config as cniconf;
 use crate::cni::json;
-use crate::cni::result::{Dns, Interface};
 use crate::cni::version::go_quote;
 use crate::cni::{delegate, CniResult, Error, Plugin, Request};
 use crate::netlink::{Link, LinkKind, MacAddr, MacvlanData, MacvlanMode};
-use crate::plugin_kit::lower_link::{check_mtu, Namespaces, Stacked};
+use crate::plugin_kit::lower_link::{check_mtu, own_str, MasterConf, Namespaces, Stacked};
 use crate::plugin_kit::rollback::Rollback;
-use crate::plugin_kit::teardown::Teardown;
 use crate::plugin_kit::{check_preamble, container_link, iface, ipam_delegation};
-use crate::sysctl;
 
 pub struct Macvlan;
 
 /// The plugin's config keys, as written (the master is resolved against a namespace later).
 struct Conf {
-    master: Option<String>,
+    keys: MasterConf,
     mode: String,
-    mtu: i64,
-    link_in_container: bool,
     bcqueuelen: Option<u32>,
-    /// None: L2 only (no `ipam` or an empty type).
-    ipam_type: Option<String>,
-    dns: Dns,
 }
 
 fn load(req: &Request) -> Result<Conf, Error> {
-    let ctx = "failed to load netconf";
-    cniconf::check_net_conf(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let obj = json::as_object(&req.config, "NetConf").map_err(|e| e.context(ctx))?;
-    let s = |key: &str| -> Result<Option<String>, Error> {
-        Ok(json::opt_str(&obj, key, &format!("NetConf.{key}"))
-            .map_err(|e| e.context(ctx))?
-            .map(str::to_string))
-    };
+    let keys = MasterConf::load(req)?;
+    let obj = json::as_object(&req.config, "NetConf")?;
     Ok(Conf {
-        master: s("master")?.filter(|m| !m.is_empty()),
-        mode: s("mode")?.unwrap_or_default(),
-        mtu: json::opt_int(&obj, "mtu", "NetConf.mtu")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(0),
-        link_in_container: json::opt_bool(&obj, "linkInContainer", "NetConf.linkInContainer")
-            .map_err(|e| e.context(ctx))?
-            .unwrap_or(false),
+        keys,
+        mode: own_str(req, "mode")?.unwrap_or_default(),
         bcqueuelen: json::opt_uint::<u32>(&obj, "bcqueuelen", "NetConf.bcqueuelen")
-            .map_err(|e| e.context(ctx))?
+            .map_err(|e| e.context("failed to load netconf"))?
             .filter(|n| *n > 0),
-        ipam_type: cniconf::ipam_type(&req.config).map_err(|e| e.context(ctx))?,
-        dns: cniconf::dns(&req.config).map_err(|e| e.context(ctx))?,
     })
 }
 
@@ -82,47 +60,23 @@ impl Plugin for Macvlan {
 
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
-        let master = spaces.master(conf.master.as_deref())?;
-        check_mtu(conf.mtu, &master)?;
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
+        let master = spaces.master(conf.keys.master.as_deref())?;
+        check_mtu(conf.keys.mtu, &master)?;
         requested_mac(req)?;
         let mode = parse_mode(&conf.mode)?;
         let mut rollback = Rollback::new();
 
-        let link = create(&spaces, &conf, req, &master, mode)?;
+        let link = spaces.create_undone_on_failure(stacked(&conf, req, &master, mode)?, &req.ifname, &mut rollback)?;
         let cont = &spaces.cont;
         let index = link.index;
-        rollback.push(format!("delete macvlan {}", req.ifname), move || {
-            cont.remove_link(index).map(drop).map_err(|e| e.to_string())
-        });
 
-        let mut result = CniResult {
-            cni_version: req.cni_version.clone(),
-            interfaces: vec![Interface {
-                name: req.ifname.clone(),
-                mac: link.mac.map(|m| m.to_string()),
-                sandbox: Some(req.netns.clone()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        match &conf.ipam_type {
+        let mut result = iface::container_result(req, &link);
+        match &conf.keys.ipam_type {
             Some(ipam_type) => {
                 let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
-                result.ips = ipam.ips;
-                result.routes = ipam.routes;
-                for ip in &mut result.ips {
-                    ip.interface = Some(0);
-                }
-                // Announce the (possibly reused) address at once; best effort as in the reference.
-                for key in [
-                    sysctl::ipv4_conf(&req.ifname, "arp_notify"),
-                    sysctl::ipv6_conf(&req.ifname, "ndisc_notify"),
-                ] {
-                    if let Err(e) = sysctl::set_in(&spaces.ns, &key, "1") {
-                        eprintln!("cnibox macvlan: {e}");
-                    }
-                }
+                result = iface::with_addresses(result, ipam);
+                iface::announce(&spaces.ns, &req.ifname, "macvlan");
                 // A macvlan shares a real L2 segment: keep DAD (configure waits for it).
                 iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
             }
@@ -130,7 +84,7 @@ impl Plugin for Macvlan {
                 .set_up(index)
                 .map_err(|e| Error::internal(format!("failed to set {:?} UP: {e}", req.ifname)))?,
         }
-        result.dns = conf.dns;
+        result.dns = conf.keys.dns;
         // An L2 result cannot be printed for 0.1.0/0.2.0: fail while the rollback can
         // still remove the link (the reference leaves it behind then).
         result.to_json(&req.cni_version)?;
@@ -140,27 +94,16 @@ impl Plugin for Macvlan {
 
     /// Needs neither the master nor the netns: everything already gone is success.
     fn del(&self, req: &Request) -> Result<(), Error> {
-        let ipam_type = cniconf::del_config(
-            "macvlan",
-            || cniconf::ipam_type(&req.config).map_err(|e| e.context("failed to load netConf")),
-            || None,
-        );
-        let mut teardown = Teardown::new("macvlan");
-        ipam_delegation::del_with_interface(&mut teardown, ipam_type.as_deref(), req, |t| {
-            // By name: a macvlan has no peer to prove it by once a chained tuning's DEL has
-            // put back the MAC from before its ADD (prevResult reports tuning's).
-            t.step(container_link::delete(req, None, "macvlan"))
-        });
-        teardown.finish()
+        container_link::delete_with_addresses(req, "macvlan", "macvlan")
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let spaces = Namespaces::open(req, conf.link_in_container)?;
-        let master = spaces.master(conf.master.as_deref())?;
-        check_mtu(conf.mtu, &master)?;
+        let spaces = Namespaces::open(req, conf.keys.link_in_container)?;
+        let master = spaces.master(conf.keys.master.as_deref())?;
+        check_mtu(conf.keys.mtu, &master)?;
         requested_mac(req)?;
-        if let Some(t) = &conf.ipam_type {
+        if let Some(t) = &conf.keys.ipam_type {
             delegate::check(t, req)?;
         }
         let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
@@ -172,33 +115,28 @@ impl Plugin for Macvlan {
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {
-        match cniconf::ipam_type(&req.config)? {
-            Some(t) => delegate::status(&t, req),
-            None => Ok(()),
-        }
+        ipam_delegation::status(req)
     }
 
     /// Nothing of its own outlives DEL; IPAM gets the GC (the spec asks to forward it).
     fn gc(&self, req: &Request) -> Result<(), Error> {
-        let ipam = cniconf::ipam_type(&req.config)?;
-        ipam_delegation::gc(req, ipam.as_deref(), false)
+        ipam_delegation::gc_addresses(req)
     }
 }
 
-/// The macvlan on `master`, in the container namespace as `CNI_IFNAME`.
-fn create(spaces: &Namespaces, conf: &Conf, req: &Request, master: &Link, mode: MacvlanMode) -> Result<Link, Error> {
+/// The macvlan to create on `master`: its mode and queue length, the configured MTU and MAC.
+fn stacked<'a>(conf: &Conf, req: &Request, master: &'a Link, mode: MacvlanMode) -> Result<Stacked<'a>, Error> {
     let data = MacvlanData {
         mode: Some(mode),
         bcqueuelen: conf.bcqueuelen,
     };
-    let stacked = Stacked {
+    Ok(Stacked {
         kind: LinkKind::Macvlan(data),
         master,
-        mtu: cniconf::link_mtu(Some(conf.mtu))?,
+        mtu: cniconf::link_mtu(Some(conf.keys.mtu))?,
         mac: requested_mac(req)?,
         tmp_prefix: "mvtmp",
-    };
-    spaces.create_on_master(stacked, &req.ifname)
+    })
 }
 
 /// CHECK of the container interface named in prevResult, in the reference macvlan's words.

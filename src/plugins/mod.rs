@@ -5,10 +5,15 @@
 //! and the files a new applet touches, is docs/architecture.md.
 pub mod bandwidth;
 pub mod bridge;
+pub mod dummy;
 pub mod firewall;
 pub mod flannel;
+pub mod ipvlan;
 pub mod loopback;
 pub mod macvlan;
 pub mod portmap;
+pub mod sbr;
 pub mod tuning;
 pub mod veth;
+pub mod vlan;
+pub mod vrf;

@@ -9,6 +9,10 @@
 //!
 //! Unlike the reference, a failed ADD undoes what it did before failing (sysctls, link
 //! attributes, the saved file), and every input is validated before anything changes.
+//!
+//! As the reference since v1.2.0, ADD sets only sysctls that `/etc/cni/tuning/allowlist.conf`
+//! allows, when that file exists (sysctls can come from pod annotations, which an
+//! unprivileged user controls): see [`check_allowlist`].
 use crate::cni::config::{self as cniconf, RUNTIME_CONFIG_MAC};
 use crate::cni::error::go_errno_text;
 use crate::cni::json;
@@ -18,6 +22,7 @@ use crate::netlink::{self, Handle, Link, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::netns_open;
 use crate::plugin_kit::rollback::Rollback;
+use crate::util::regex::Regex;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +31,9 @@ pub struct Tuning;
 
 /// Where the reference (v1.1.1 and later) keeps the saved values.
 pub const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
+
+/// The sysctls ADD may set: one Go regular expression a line (the reference's path).
+pub const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
 
 /// The config, after `CNI_ARGS MAC=`, `runtimeConfig.mac` and `args.cni` were applied.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -67,7 +75,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
     };
     let runtime_mac = json::opt_object(&obj, "runtimeConfig", &field("runtimeConfig"), RUNTIME_CONFIG_MAC)
         .map_err(ctx)?
-        .map(|rc| json::opt_str(&rc, "mac", "TuningConf.runtimeConfig.mac").map(|m| m.map(str::to_string)))
+        .map(|rc| json::opt_str(&rc, "mac", ".runtimeConfig.mac").map(|m| m.map(str::to_string)))
         .transpose()
         .map_err(ctx)?
         .flatten()
@@ -79,7 +87,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
         r#"struct { A *main.IPAMArgs "json:\"cni\"" }"#,
     )
     .map_err(ctx)?
-    .map(|a| json::opt_ptr_object(&a, "cni", "TuningConf.args.cni", "*main.IPAMArgs"))
+    .map(|a| json::opt_ptr_object(&a, "cni", ".args.cni", "main.IPAMArgs"))
     .transpose()
     .map_err(ctx)?
     .flatten();
@@ -205,6 +213,90 @@ fn go_path_error(op: &str, path: &Path, e: &std::io::Error) -> Error {
     Error::internal(format!("{op} {}: {}", path.display(), go_errno_text(e)))
 }
 
+/// One line of the allowlist, trimmed as Go's `strings.TrimSpace` trims it.
+enum AllowLine {
+    Pattern(String),
+    /// Not UTF-8: Go's regexp refuses it when it gets to it (shown with U+FFFD, as Go's
+    /// JSON shows it). The text from the first bad byte on, for the message.
+    NotUtf8 {
+        shown: String,
+        from_bad: String,
+    },
+}
+
+impl AllowLine {
+    fn shown(&self) -> &str {
+        match self {
+            AllowLine::Pattern(p) => p,
+            AllowLine::NotUtf8 { shown, .. } => shown,
+        }
+    }
+
+    /// Whether `key` matches (Go's `regexp.MatchString`, unanchored).
+    fn matches(&self, key: &str) -> Result<bool, Error> {
+        match self {
+            AllowLine::Pattern(p) => Regex::new(p)
+                .map(|re| re.is_match(key))
+                .map_err(|e| Error::internal(e.to_string())),
+            AllowLine::NotUtf8 { from_bad, .. } => Err(Error::internal(format!(
+                "error parsing regexp: invalid UTF-8: `{from_bad}`"
+            ))),
+        }
+    }
+}
+
+/// The allowlist's non-empty lines, or `None` when there is no allowlist (then every
+/// sysctl is allowed, as in the reference).
+fn read_allowlist(path: &Path) -> Result<Option<Vec<AllowLine>>, Error> {
+    use std::io::Read;
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(go_path_error("open", path, &e)),
+    };
+    let mut bytes = vec![];
+    f.read_to_end(&mut bytes).map_err(|e| go_path_error("read", path, &e))?;
+    let lines = bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| match std::str::from_utf8(line) {
+            Ok(text) => Some(text.trim())
+                .filter(|t| !t.is_empty())
+                .map(|t| AllowLine::Pattern(t.to_string())),
+            Err(e) => Some(AllowLine::NotUtf8 {
+                shown: String::from_utf8_lossy(line.trim_ascii()).into_owned(),
+                from_bad: String::from_utf8_lossy(&line[e.valid_up_to()..]).trim_end().to_string(),
+            }),
+        });
+    Ok(Some(lines.collect()))
+}
+
+/// The reference's `validateSysctlConf`: each sysctl key, as written (`IFNAME` and all),
+/// must match a line of the allowlist at [`ALLOWLIST`]. Lines are tried in order and each
+/// compiled only when reached, as Go does: a malformed line is an error only for a key that
+/// no line before it allows.
+fn check_allowlist(path: &Path, sysctls: &[(String, String)]) -> Result<(), Error> {
+    let Some(allowlist) = read_allowlist(path)? else {
+        return Ok(());
+    };
+    for (key, _) in sysctls {
+        let mut allowed = false;
+        for line in &allowlist {
+            if line.matches(key)? {
+                allowed = true;
+                break;
+            }
+        }
+        if !allowed {
+            let shown: Vec<&str> = allowlist.iter().map(AllowLine::shown).collect();
+            return Err(Error::internal(format!(
+                "Sysctl {key} is not allowed. Only the following sysctls are allowed: [{}]",
+                shown.join(" ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Reads a sysctl file inside `ns`, without its trailing newline.
 fn read_sysctl(ns: &Netns, file: &Path) -> Result<String, Error> {
     let s = ns
@@ -232,15 +324,7 @@ fn write_sysctl(ns: &Netns, file: &Path, value: &str) -> Result<(), Error> {
 /// A kernel failure as the reference prints it: the bare errno text (`invalid argument`).
 fn kernel_error(e: netlink::Error) -> Error {
     match e.errno() {
-        Some(n) => {
-            let t = netlink::errno_text(n);
-            let mut c = t.chars();
-            let first = c
-                .next()
-                .map(|f| f.to_lowercase().collect::<String>())
-                .unwrap_or_default();
-            Error::internal(first + c.as_str())
-        }
+        Some(_) => Error::internal(crate::plugin_kit::go_kernel_text(&e)),
         None => Error::from(e),
     }
 }
@@ -406,6 +490,7 @@ impl Plugin for Tuning {
     fn add(&self, req: &Request) -> Result<CniResult, Error> {
         refuse_repeated_sysctl_keys(req)?;
         let conf = load(req)?;
+        check_allowlist(Path::new(ALLOWLIST), &conf.sysctl)?;
         let mut result = required_prev_result(req)?;
         // everything is validated before anything changes
         let files = conf
@@ -623,6 +708,86 @@ mod tests {
         r.args = cni_args.into();
         r.ifname = "eth0".into();
         r
+    }
+
+    fn sysctls(keys: &[&str]) -> Vec<(String, String)> {
+        keys.iter().map(|k| (k.to_string(), "1".to_string())).collect()
+    }
+
+    /// `check_allowlist` with an allowlist file holding `content`.
+    fn allowlist_verdict(content: &[u8], keys: &[&str]) -> Result<(), String> {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("allowlist.conf");
+        std::fs::write(&path, content).unwrap();
+        check_allowlist(&path, &sysctls(keys)).map_err(|e| {
+            assert_eq!(e.code, 999);
+            e.msg
+        })
+    }
+
+    #[test]
+    fn allowlist_rules_as_the_reference() {
+        let list = b"^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$\n\n  ^net\\.core\\.somaxconn$ \r\n";
+        assert_eq!(
+            allowlist_verdict(list, &["net.ipv4.conf.IFNAME.arp_filter", "net.core.somaxconn"]),
+            Ok(())
+        );
+        // the key as written: `IFNAME` is not replaced before the check
+        assert_eq!(
+            allowlist_verdict(list, &["net.core.somaxconn", "net.ipv4.conf.eth0.arp_filter"]),
+            Err(
+                "Sysctl net.ipv4.conf.eth0.arp_filter is not allowed. Only the following sysctls are allowed: \
+                 [^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$ ^net\\.core\\.somaxconn$]"
+                    .into()
+            )
+        );
+        // an empty allowlist allows nothing; no sysctl asks for nothing
+        assert_eq!(
+            allowlist_verdict(b" \n\n", &["net.core.somaxconn"]),
+            Err("Sysctl net.core.somaxconn is not allowed. Only the following sysctls are allowed: []".into())
+        );
+        assert_eq!(allowlist_verdict(b"", &[]), Ok(()));
+        // unanchored, like regexp.MatchString
+        assert_eq!(allowlist_verdict(b"somaxconn", &["net.core.somaxconn"]), Ok(()));
+    }
+
+    #[test]
+    fn allowlist_lines_are_compiled_when_reached() {
+        let list = b"^net\\.core\\.\n(unclosed\n";
+        assert_eq!(allowlist_verdict(list, &["net.core.somaxconn"]), Ok(()));
+        assert_eq!(
+            allowlist_verdict(list, &["net.ipv4.ip_forward"]),
+            Err("error parsing regexp: missing closing ): `(unclosed`".into())
+        );
+        assert_eq!(
+            allowlist_verdict(b"(?i)NET\n", &["net.core.somaxconn"]),
+            Err("unsupported regexp syntax: flags and named groups `(?` (cnibox matches a subset of Go's regexp syntax)"
+                .into())
+        );
+        assert_eq!(
+            allowlist_verdict(b"net\xff\xfe.x\n", &["net.core.somaxconn"]),
+            Err("error parsing regexp: invalid UTF-8: `\u{fffd}\u{fffd}.x`".into())
+        );
+    }
+
+    #[test]
+    fn allowlist_absent_or_unreadable() {
+        let d = tempfile::tempdir().unwrap();
+        let keys = sysctls(&["net.core.somaxconn"]);
+        assert!(
+            check_allowlist(&d.path().join("nope"), &keys).is_ok(),
+            "absent: no restriction"
+        );
+        let e = check_allowlist(d.path(), &keys).unwrap_err();
+        assert_eq!(e.msg, format!("read {}: is a directory", d.path().display()));
+        let e = check_allowlist(&d.path().join("nope/allowlist.conf"), &keys);
+        assert!(e.is_ok(), "a missing directory is no allowlist either");
+        std::fs::write(d.path().join("file"), "").unwrap();
+        let e = check_allowlist(&d.path().join("file/allowlist.conf"), &keys).unwrap_err();
+        assert_eq!(
+            e.msg,
+            format!("open {}/file/allowlist.conf: not a directory", d.path().display())
+        );
     }
 
     #[test]

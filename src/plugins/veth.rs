@@ -94,9 +94,10 @@ impl Plugin for Veth {
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
             let att = ipam_delegation::masq_attachment(req);
+            let undo = addrs.clone();
             // registered first: a setup that fails halfway leaves rules too
             rollback.push("remove ip masquerade rules", move || {
-                ipmasq::teardown(att).map_err(|e| e.to_string())
+                ipmasq::undo_setup(att, &undo).map_err(|e| e.to_string())
             });
             ipmasq::setup(backend, att, &addrs)?;
         }
@@ -153,20 +154,24 @@ impl Plugin for Veth {
             },
         );
         let mut teardown = Teardown::new("veth");
+        let prev = container_link::prev_result(req, "veth");
         if conf.ip_masq {
             // Found by attachment, not by address: works without the netns.
-            teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req)));
+            let this = ipam_delegation::masq_interface(req, prev.as_ref());
+            teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req), &this));
         }
         // The host end, its gateway address and host routes go with the pair.
-        let prev = container_link::prev_result(req, "veth");
         let removed = container_link::delete(req, prev.as_ref(), "veth");
         if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // Without the netns the pair can still be found from the host side.
             teardown.step(delete_host_end(prev));
         }
         teardown.step(removed);
-        // Released last, so an address is never free while still configured.
-        teardown.step(delegate::del(&conf.ipam_type, req));
+        // Released last, so an address is never free while still configured. A config
+        // without an IPAM type is one ADD refuses before it allocates: nothing to release.
+        if !conf.ipam_type.is_empty() {
+            teardown.step(delegate::del(&conf.ipam_type, req));
+        }
         teardown.finish()
     }
 

@@ -13,6 +13,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub const KIND_V1: &str = "cniCacheV1";
+/// The extended attribute naming the boot a cache file was written in (libcni neither
+/// reads nor writes it: the file's bytes stay libcni's). A file without it, such as one
+/// libcni wrote, is of an unknown boot.
+const BOOT_XATTR: &std::ffi::CStr = c"user.cnibox.boot";
 
 /// The attachment a cache file belongs to. Building one validates the names.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -186,7 +190,33 @@ impl Cache {
         // rename): what it describes (namespaces, veths, rules) does not outlive a boot,
         // and a DEL without its cache entry still works. Two fsyncs cost every ADD
         // milliseconds on a busy disk.
-        atomic::write_volatile(&path, &Self::encode(entry)).map_err(|err| CacheError::Io { op: "write", path, err })
+        atomic::write_volatile_with(&path, &Self::encode(entry), tag_with_boot).map_err(|err| CacheError::Io {
+            op: "write",
+            path,
+            err,
+        })
+    }
+
+    /// The boot the cache file of `key` was written in, when it says.
+    pub fn written_in_boot(&self, key: &Key) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        no_symlinks_below(&self.dir, &self.results_dir()).ok()?;
+        let path = std::ffi::CString::new(self.path(key).as_os_str().as_bytes()).ok()?;
+        let mut buf = [0u8; 64];
+        // SAFETY: lgetxattr(2) with NUL-terminated strings and a buffer of the given size; it
+        // does not follow a symlink in the file's place.
+        let n = unsafe { libc::lgetxattr(path.as_ptr(), BOOT_XATTR.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = usize::try_from(n).ok()?;
+        crate::util::boot::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    /// Whether the attachment cached for `key` was added in an earlier boot: its namespace,
+    /// and everything that was in it, is gone.
+    pub fn from_earlier_boot(&self, key: &Key) -> bool {
+        match (crate::util::boot::id(), self.written_in_boot(key)) {
+            (Some(now), Some(then)) => now != then,
+            _ => false,
+        }
     }
 
     pub fn read(&self, key: &Key) -> Cached {
@@ -269,6 +299,17 @@ impl Cache {
             }
         }
         entries
+    }
+}
+
+/// Marks a cache file with this boot (see [`BOOT_XATTR`]); where the file system has no
+/// user attributes the file stays unmarked, of an unknown boot, as libcni's are.
+fn tag_with_boot(f: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    if let Some(id) = crate::util::boot::id() {
+        // SAFETY: fsetxattr(2) on an open descriptor, with a NUL-terminated name and a
+        // buffer of the given length.
+        unsafe { libc::fsetxattr(f.as_raw_fd(), BOOT_XATTR.as_ptr(), id.as_ptr().cast(), id.len(), 0) };
     }
 }
 
@@ -427,6 +468,44 @@ mod tests {
         cache.remove(&key).unwrap();
         cache.remove(&key).unwrap();
         assert_eq!(cache.read(&key), Cached::Missing);
+    }
+
+    #[test]
+    fn a_write_records_its_boot_beside_libcnis_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = Cache::new(d.path());
+        let key = Key::new("exnet", "ctr1", "eth0").unwrap();
+        assert_eq!(cache.written_in_boot(&key), None);
+        cache.write(&key, &entry()).unwrap();
+        assert_eq!(std::fs::read(cache.path(&key)).unwrap(), Cache::encode(&entry()));
+        assert_eq!(cache.written_in_boot(&key), crate::util::boot::id());
+        assert!(!cache.from_earlier_boot(&key));
+        // as a file of an earlier boot carries it
+        let set = |value: &str| {
+            use std::os::unix::ffi::OsStrExt;
+            let path = std::ffi::CString::new(cache.path(&key).as_os_str().as_bytes()).unwrap();
+            // SAFETY: setxattr(2) with NUL-terminated strings and a buffer of the given length.
+            let r = unsafe {
+                libc::setxattr(
+                    path.as_ptr(),
+                    BOOT_XATTR.as_ptr(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                    0,
+                )
+            };
+            assert_eq!(r, 0);
+        };
+        set("00000000-0000-4000-8000-000000000000");
+        assert!(cache.from_earlier_boot(&key));
+        // an unreadable mark is no boot: the attachment counts as this boot's
+        set("garbage");
+        assert_eq!(cache.written_in_boot(&key), None);
+        assert!(!cache.from_earlier_boot(&key));
+        // libcni's plain write keeps no mark
+        std::fs::remove_file(cache.path(&key)).unwrap();
+        std::fs::write(cache.path(&key), Cache::encode(&entry())).unwrap();
+        assert!(!cache.from_earlier_boot(&key));
     }
 
     #[test]

@@ -239,6 +239,16 @@ impl Runtime {
     pub fn add_network_list(&self, list: &NetworkList, rt: &RuntimeConf) -> Result<Value, ChainError> {
         let key = Key::new(&list.name, &rt.container_id, &rt.ifname)?;
         let _locks = lock::attachment(&self.cache_dir, &key)?;
+        if self.cache().from_earlier_boot(&key) && !list.keeps_earlier_boots() {
+            // the same container in an earlier boot: what plugins keep on disk for that
+            // attachment (an address) goes before the new ADD
+            if let Err(e) = self.del_plugins_and_cache(list, rt, &key) {
+                warn(format!(
+                    "{}: delete of the attachment cached in an earlier boot: {e}",
+                    key.file_name()
+                ));
+            }
+        }
         let inv = self.invocation("ADD", rt);
         let mut prev: Option<Value> = None;
         for plugin in &list.plugins {
@@ -366,6 +376,8 @@ impl Runtime {
 
     /// DEL every plugin in reverse order with the cached result, then drop the cache entry.
     /// A missing, empty or corrupt cache never blocks DEL: it runs without `prevResult`.
+    /// An attachment cached in an earlier boot is DELeted as one whose namespace and result
+    /// are gone: without `CNI_NETNS` and without `prevResult`.
     pub fn del_network_list(&self, list: &NetworkList, rt: &RuntimeConf) -> Result<(), ChainError> {
         let key = Key::new(&list.name, &rt.container_id, &rt.ifname)?;
         let _locks = lock::attachment(&self.cache_dir, &key)?;
@@ -373,11 +385,29 @@ impl Runtime {
     }
 
     pub(super) fn del_locked(&self, list: &NetworkList, rt: &RuntimeConf, key: &Key) -> Result<(), ChainError> {
+        self.del_plugins_and_cache(list, rt, key)?;
+        lock::remove_attachment(&self.cache_dir, key);
+        Ok(())
+    }
+
+    /// DEL's work without removing the attachment's lock file: for an ADD that deletes
+    /// the attachment first and goes on holding that lock (removing the file would let the
+    /// next caller lock a new one beside it).
+    fn del_plugins_and_cache(&self, list: &NetworkList, rt: &RuntimeConf, key: &Key) -> Result<(), ChainError> {
         let mut cached = self.read_cached(key);
         if let Some(p) = &cached.problem {
             warn(format!("{p}; deleting without prevResult"));
         }
-        let (list, rt) = Self::effective(list, rt, &mut cached);
+        let earlier_boot = self.cache().from_earlier_boot(key);
+        if earlier_boot {
+            // the names and addresses in its result may be another attachment's now
+            cached.result = None;
+        }
+        let (list, mut rt) = Self::effective(list, rt, &mut cached);
+        if earlier_boot {
+            // and its namespace is gone: a path to it names another one now, if any
+            rt.netns.clear();
+        }
         let prev = if version_at_least(&list, "0.4.0")? {
             Self::prev_result(&list, cached.result.take()).unwrap_or_else(|e| {
                 warn(format!("{}: {e}; deleting without prevResult", key.file_name()));
@@ -398,7 +428,6 @@ impl Runtime {
             self.call(plugin, "delete", &stdin, &inv)?;
         }
         self.cache().remove(key)?;
-        lock::remove_attachment(&self.cache_dir, key);
         Ok(())
     }
 

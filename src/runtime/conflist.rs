@@ -209,6 +209,25 @@ fn select_version(obj: &Map<String, Value>) -> Result<String, ConfError> {
 }
 
 impl NetworkList {
+    /// Whether a plugin's IPAM section sets host-local's `releaseAfterReboot` to false: the
+    /// network keeps what an earlier boot made, as the reference does, and the runtime keeps
+    /// that boot's cached attachments as well.
+    pub fn keeps_earlier_boots(&self) -> bool {
+        // read as host-local reads it (Go's key matching), or `ReleaseAfterReboot: false`
+        // would keep the cache of attachments host-local released
+        self.plugins.iter().any(|p| {
+            let conf = Json::from(&Value::Object(p.raw.clone()));
+            let ipam = json::as_object(&conf, "Net").ok().and_then(|c| {
+                json::opt_ptr_object(&c, "ipam", "Net.ipam", "allocator.IPAMConfig")
+                    .ok()
+                    .flatten()
+            });
+            ipam.and_then(|ipam| json::opt_bool(&ipam, "releaseAfterReboot", "IPAMConfig.ipam.releaseAfterReboot").ok())
+                .flatten()
+                == Some(false)
+        })
+    }
+
     /// Parse a conflist (`NetworkConfFromBytes`). libcni decodes the list into a
     /// `map[string]interface{}` and looks its keys up exactly (`"Name"` is no name there),
     /// which is what serde_json's map does; only the plugin objects are decoded into a
@@ -395,6 +414,29 @@ mod tests {
         assert_eq!(l.plugins[0].capabilities.get("ips"), Some(&true));
         assert_eq!(l.plugins[0].describe(), "type=\"a\"");
         assert_eq!(l.plugins[1].describe(), "type=\"b\" name=\"x\"");
+    }
+
+    /// Regression: the runtime looked the key up exactly, so `IPAM.ReleaseAfterReboot: false`
+    /// kept host-local's earlier-boot reservations but not the cached attachments.
+    #[test]
+    fn keeping_earlier_boots_is_read_with_gos_key_matching() {
+        let keeps = |ipam: &str| {
+            list(&format!(
+                r#"{{"cniVersion":"1.0.0","name":"n","plugins":[{{"type":"bridge"}},{{"type":"x",{ipam}}}]}}"#
+            ))
+            .unwrap()
+            .keeps_earlier_boots()
+        };
+        assert!(keeps(r#""ipam":{"releaseAfterReboot":false}"#));
+        assert!(keeps(r#""IPAM":{"ReleaseAfterREBOOT":false}"#));
+        assert!(keeps(
+            r#""ipam":{"releaseAfterReboot":true,"releaseafterreboot":false}"#
+        ));
+        assert!(!keeps(
+            r#""ipam":{"releaseAfterReboot":false,"releaseafterreboot":true}"#
+        ));
+        assert!(!keeps(r#""ipam":{"type":"host-local"}"#));
+        assert!(!keeps(r#""ipam":{"releaseAfterReboot":"false"}"#));
     }
 
     #[test]

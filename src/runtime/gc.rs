@@ -1,6 +1,11 @@
 //! GC as libcni 1.3 (`GCNetworkList`): DEL every cached attachment of the network that is
 //! not in the valid set, from what the cache recorded at ADD, then send GC with the valid
 //! set to every plugin (spec 1.1.0 on). Errors are collected, not short-circuited.
+//!
+//! Unlike libcni, an attachment cached in an earlier boot is stale even when the valid set
+//! lists it (unless its network keeps an earlier boot's), and is DELeted without its
+//! namespace and result ([`Runtime::del_network_list`]): the cached path may name another
+//! namespace now (`/proc/<pid>/ns/net` of whatever process has that pid in this boot).
 use super::cache::Key;
 use super::chain::{Attachment, ChainError, Runtime, RuntimeConf};
 use super::conflist::NetworkList;
@@ -19,11 +24,7 @@ impl Runtime {
         let _network = lock::network(&self.cache_dir, &list.name)?;
         let mut errors = Vec::new();
         for entry in self.cached_attachments(None) {
-            if entry.network != list.name
-                || valid
-                    .iter()
-                    .any(|a| a.container_id == entry.container_id && a.ifname == entry.ifname)
-            {
+            if entry.network != list.name {
                 continue;
             }
             let stale = |error: ChainError| ChainError::Stale {
@@ -31,6 +32,21 @@ impl Runtime {
                 ifname: entry.ifname.clone(),
                 error: Box::new(error),
             };
+            let key = match Key::new(&entry.network, &entry.container_id, &entry.ifname) {
+                Ok(key) => key,
+                Err(e) => {
+                    errors.push(stale(e.into()));
+                    continue;
+                }
+            };
+            // an attachment of an earlier boot has no namespace any more: gone even when
+            // listed as valid, unless the network keeps an earlier boot's
+            let valid = valid
+                .iter()
+                .any(|a| a.container_id == entry.container_id && a.ifname == entry.ifname);
+            if valid && (list.keeps_earlier_boots() || !self.cache().from_earlier_boot(&key)) {
+                continue;
+            }
             let rt = RuntimeConf {
                 container_id: entry.container_id.clone(),
                 netns: entry.netns.clone(),
@@ -38,12 +54,9 @@ impl Runtime {
                 args: entry.cni_args.clone(),
                 capability_args: entry.capability_args.clone(),
             };
-            let outcome = Key::new(&entry.network, &entry.container_id, &entry.ifname)
+            let outcome = lock::attachment_only(&self.cache_dir, &key)
                 .map_err(ChainError::from)
-                .and_then(|key| {
-                    let _attachment = lock::attachment_only(&self.cache_dir, &key)?;
-                    self.del_locked(list, &rt, &key)
-                });
+                .and_then(|_attachment| self.del_locked(list, &rt, &key));
             if let Err(e) = outcome {
                 errors.push(stale(e));
             }

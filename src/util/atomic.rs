@@ -7,11 +7,25 @@ use std::path::Path;
 
 static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// The temp file name [`write`] uses for `name`: `.<name>.tmp<pid>-<seq>`.
+/// The longest file name Linux takes (NAME_MAX), in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// The temp file name [`write`] uses for `name`: `.<name>.tmp<pid>-<seq>`, `name` cut short
+/// when the whole would pass [`NAME_MAX`] (any name that fits must be writable).
 fn temp_name(name: &std::ffi::OsStr, pid: u32, seq: u64) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let suffix = format!(".tmp{pid}-{seq}");
+    let bytes = name.as_bytes();
+    let mut end = bytes.len().min(NAME_MAX - 1 - suffix.len());
+    // on a character boundary, when the name is text
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+    }
     let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".tmp{pid}-{seq}"));
+    tmp.push(std::ffi::OsStr::from_bytes(&bytes[..end]));
+    tmp.push(suffix);
     tmp
 }
 
@@ -33,7 +47,7 @@ pub fn temp_file_of(entry: &str) -> Option<(&str, u32)> {
 /// rename it over `path`, then fsync the directory so the rename itself is durable.
 /// Errors name the file and the step.
 pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
-    replace(path, data, true)
+    replace(path, data, true, |_| {})
 }
 
 /// [`write`] without the two fsyncs: readers still see the old or the new content, but a
@@ -42,10 +56,16 @@ pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
 /// runtime's result cache, which libcni never fsyncs), where an fsync only costs time:
 /// milliseconds each on a busy disk.
 pub fn write_volatile(path: &Path, data: &[u8]) -> io::Result<()> {
-    replace(path, data, false)
+    replace(path, data, false, |_| {})
 }
 
-fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
+/// [`write_volatile`], with `before_rename` given the written file first (to set what
+/// must appear together with the content, such as an extended attribute).
+pub fn write_volatile_with(path: &Path, data: &[u8], before_rename: impl FnOnce(&File)) -> io::Result<()> {
+    replace(path, data, false, before_rename)
+}
+
+fn replace(path: &Path, data: &[u8], durable: bool, before_rename: impl FnOnce(&File)) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -80,6 +100,7 @@ fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
         }
         .map_err(|e| step("create", e))?;
         f.write_all(data).map_err(|e| step("write", e))?;
+        before_rename(&f);
         if durable {
             f.sync_all().map_err(|e| step("fsync", e))?;
         }
@@ -103,6 +124,23 @@ fn replace(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// Regression: the temp file of a name within a few bytes of NAME_MAX was too long to
+    /// create, so such a file could not be written at all (`File name too long`).
+    #[test]
+    fn the_longest_file_name_is_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "x".repeat(NAME_MAX);
+        let p = dir.path().join(&name);
+        write(&p, b"one").unwrap();
+        write_volatile(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(name)]);
+    }
 
     #[test]
     fn writes_replaces_and_leaves_no_temp_file() {
@@ -139,6 +177,12 @@ mod tests {
         assert_eq!(temp_file_of(t.to_str().unwrap()), Some(("net-c1-eth0", 42)));
         // an interface name with ".tmp" in it does not confuse the parser
         assert_eq!(temp_file_of(".n-c-eth0.tmp1.tmp9-0"), Some(("n-c-eth0.tmp1", 9)));
+        // the longest name: its temp file's name is cut to fit, and still recognised
+        let long = "c".repeat(NAME_MAX);
+        let t = temp_name(std::ffi::OsStr::new(&long), 4_194_304, u64::MAX);
+        assert_eq!(t.len(), NAME_MAX);
+        let (target, pid) = temp_file_of(t.to_str().unwrap()).unwrap();
+        assert!(long.starts_with(target) && pid == 4_194_304);
         for other in [
             "net-c1-eth0",
             ".net.tmp",

@@ -391,6 +391,73 @@ fn errors_like_the_reference() {
     );
 }
 
+/// Regression: a burst whose bucket passes 32 bits of psched ticks at its rate was capped
+/// silently (1,000 bits/s with a 1,000,000-bit burst became a 34,359-byte bucket; the
+/// reference wraps around to another). Now ADD and CHECK refuse it before anything changes,
+/// naming the largest burst at that rate, and the largest is taken.
+#[test]
+fn a_burst_the_kernel_cannot_hold_is_refused_naming_the_largest() {
+    let w = World::new();
+    // at 125 bytes/s with this kernel's psched clock (15.625 ticks per µs), 34,359 bytes
+    let largest = 274_879u64;
+    for v in versions() {
+        for dir in ["ingress", "egress"] {
+            let limit = |burst: u64| {
+                let mut l = serde_json::Map::new();
+                l.insert(format!("{dir}Rate"), json!(1000));
+                l.insert(format!("{dir}Burst"), json!(burst));
+                w.conf(v, &Value::Object(l))
+            };
+            w.reset();
+            let before = w.tc_state();
+            let want = format!(
+                "{dir}Burst 1000000 is more than the kernel's token bucket holds at {dir}Rate 1000: \
+                 at most {largest} bits at that rate"
+            );
+            let msg = w.run(false, "ADD", &limit(1_000_000)).unwrap().failure(999);
+            assert_eq!(msg, want, "{v}");
+            assert_eq!(w.tc_state(), before, "{v} {dir}: the failed ADD left something");
+            w.run(false, "ADD", &limit(largest)).unwrap().success();
+            let tbf = w.tc_state().to_string();
+            assert!(tbf.contains(r#""burst":34359,"#), "{v} {dir}: {tbf}");
+            if at_least(v, "0.4.0") {
+                w.run(false, "CHECK", &limit(largest)).unwrap().success();
+                let msg = w.run(false, "CHECK", &limit(1_000_000)).unwrap().failure(999);
+                assert_eq!(msg, want, "{v}");
+            }
+            w.run(false, "DEL", &limit(largest)).unwrap().success();
+            // containerd's CRI sends 4294967295 bits with every rate an annotation sets: it
+            // gets the largest bucket (refusing it would keep such pods from starting)
+            let cri = limit(u64::from(u32::MAX));
+            w.run(false, "ADD", &cri).unwrap().success();
+            let tbf = w.tc_state().to_string();
+            assert!(tbf.contains(r#""burst":34359,"#), "{v} {dir}: {tbf}");
+            if at_least(v, "0.4.0") {
+                w.run(false, "CHECK", &cri).unwrap().success();
+            }
+            w.run(false, "DEL", &cri).unwrap().success();
+        }
+    }
+    // a rate below a byte per second has no bucket at all (the kernel's "invalid argument")
+    w.reset();
+    let c = w.conf("1.0.0", &json!({"ingressRate": 7, "ingressBurst": 800}));
+    assert_eq!(
+        w.run(false, "ADD", &c).unwrap().failure(999),
+        "ingressRate 7 is less than 8 bits per second: the kernel's token bucket counts whole bytes"
+    );
+    // the reference shapes with whatever its arithmetic wrapped around to
+    let c = w.conf("1.0.0", &json!({"ingressRate": 1000, "ingressBurst": 1_000_000}));
+    if let Some(out) = w.run(true, "ADD", &c) {
+        out.success();
+        let tbf = w.tc_state().to_string();
+        assert!(
+            tbf.contains(r#""kind":"tbf""#) && !tbf.contains(r#""burst":125000,"#),
+            "{tbf}"
+        );
+        w.reset();
+    }
+}
+
 /// A failed ADD half way (the ifb's name is taken by another kind of link) removes the
 /// token bucket it already put on the veth.
 #[test]

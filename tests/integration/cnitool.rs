@@ -1248,3 +1248,139 @@ fn sandbox_status_is_what_containerd_reports() {
         }
     }
 }
+
+/// The container IDs and namespaces the recorded DELs were for, in order.
+fn dels_of(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r["command"] == "DEL")
+        .map(|r| {
+            format!(
+                "{} netns={:?}",
+                r["containerId"].as_str().unwrap(),
+                r["netns"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// Regression: after a reboot (another boot ID), GC entered the namespace path an earlier
+/// boot's attachment was cached with, which may name another namespace now (the hook
+/// caches `/proc/<pid>/ns/net`, and pids are reused), handed plugins its old result, and
+/// kept such an attachment when the runtime listed it. Now it is gone: deleted without a
+/// namespace or result even when kept, unless the network keeps an earlier boot's
+/// (`releaseAfterReboot: false` in its IPAM), which still never enters the old path.
+#[test]
+fn gc_after_a_reboot_deletes_the_earlier_boots_attachments_without_their_namespace() {
+    let w = World::new();
+    let boot = |n| boot_id_file(w.env.tmp.path(), n);
+    let (before, after) = (boot(0), boot(1));
+    for (name, keeps) in [("gc", false), ("keepgc", true)] {
+        let mut a = rec("a");
+        if keeps {
+            a["ipam"] = json!({"type": "host-local", "releaseAfterReboot": false});
+        }
+        w.write_conf(&format!("{name}.conflist"), &conflist(name, "1.1.0", vec![a]));
+        for cid in ["old-kept", "old-stale"] {
+            w.cnitool(&["add", name, &format!("/run/netns/{cid}"), "--container-id", cid])
+                .in_boot(&before)
+                .run()
+                .success();
+        }
+        w.cnitool(&["add", name, "/run/netns/new", "--container-id", "new"])
+            .in_boot(&after)
+            .run()
+            .success();
+        w.take_records();
+        w.cnitool(&["gc", name, "--keep", "old-kept:eth0", "--keep", "new:eth0"])
+            .in_boot(&after)
+            .run()
+            .success();
+        let records = w.take_records();
+        assert!(
+            records
+                .iter()
+                .filter(|r| r["command"] == "DEL")
+                .all(|r| r["conf"]["prevResult"].is_null()),
+            "{name}: an earlier boot's result handed to a plugin"
+        );
+        let dels = dels_of(&records);
+        let kept_old = w.cache_file(name, "old-kept", "eth0").exists();
+        if keeps {
+            assert_eq!(dels, ["old-stale netns=\"\""], "{name}");
+            assert!(kept_old, "{name}");
+        } else {
+            assert_eq!(dels, ["old-kept netns=\"\"", "old-stale netns=\"\""], "{name}");
+            assert!(!kept_old, "{name}");
+        }
+        assert!(!w.cache_file(name, "old-stale", "eth0").exists(), "{name}");
+        assert!(
+            w.cache_file(name, "new", "eth0").exists(),
+            "{name}: this boot's is kept"
+        );
+    }
+    // in the same boot nothing changes: the cached namespace, the valid set honoured
+    w.write_conf("same.conflist", &conflist("same", "1.1.0", vec![rec("a")]));
+    for cid in ["s1", "s2"] {
+        w.cnitool(&["add", "same", &format!("/run/netns/{cid}"), "--container-id", cid])
+            .in_boot(&after)
+            .run()
+            .success();
+    }
+    w.take_records();
+    w.cnitool(&["gc", "same", "--keep", "s1:eth0"])
+        .in_boot(&after)
+        .run()
+        .success();
+    assert_eq!(dels_of(&w.take_records()), ["s2 netns=\"/run/netns/s2\""]);
+}
+
+/// Regression: an ADD of a container whose attachment was cached in an earlier boot ran
+/// over the stale entry, so what plugins keep on disk for it (host-local's address, under
+/// the reference) made the ADD fail as a duplicate. Now that attachment is deleted first,
+/// without a namespace and without its cached result, in every version.
+#[test]
+fn add_after_a_reboot_deletes_the_containers_earlier_attachment_first() {
+    for version in ALL_VERSIONS {
+        let w = World::new();
+        let boot = |n| boot_id_file(w.env.tmp.path(), n);
+        let (before, after) = (boot(0), boot(1));
+        w.write_conf("rb.conflist", &conflist("rb", version, vec![rec("a"), rec("b")]));
+        let add = |b: &Path| {
+            w.cnitool(&["add", "rb", "/run/netns/rb", "--container-id", "c1"])
+                .in_boot(b)
+                .run()
+                .success()
+        };
+        let first = add(&before);
+        add(&before);
+        let again = w.take_records();
+        assert_eq!(dels_of(&again), Vec::<String>::new(), "{version}: same boot, as before");
+        add(&after);
+        let records = w.take_records();
+        assert_eq!(tags(&records), ["DEL:b", "DEL:a", "ADD:a", "ADD:b"], "{version}");
+        assert_eq!(dels_of(&records), ["c1 netns=\"\"", "c1 netns=\"\""], "{version}");
+        // the cached config and arguments, no result: the names and addresses in it may
+        // be another attachment's in this boot
+        for del in &records[..2] {
+            assert!(del["conf"]["prevResult"].is_null(), "{version}: {del}");
+            assert_eq!(del["conf"]["name"], "rb");
+        }
+        assert_eq!(records[2]["netns"], "/run/netns/rb");
+        assert!(first.is_object());
+        // the ADD kept the attachment's lock file it held throughout: removed (as a DEL
+        // removes it), the next caller would have locked a new file beside it
+        assert!(
+            w.env.cache_dir.join("locks/rb-c1-eth0").exists(),
+            "{version}: lock file removed under the ADD"
+        );
+        // a network that keeps an earlier boot's attachments leaves it to the runtime
+        let mut keep = conflist("rb", version, vec![rec("a")]);
+        keep["plugins"][0]["ipam"] = json!({"releaseAfterReboot": false});
+        w.write_conf("rb.conflist", &keep);
+        add(&before);
+        w.take_records();
+        add(&after);
+        assert_eq!(tags(&w.take_records()), ["ADD:a"], "{version}");
+    }
+}

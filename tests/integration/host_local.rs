@@ -286,6 +286,62 @@ fn config_errors_are_code_999() {
     }
 }
 
+/// A member of the wrong type at any depth is worded as the reference's Go words it: the
+/// innermost struct's name (none for the anonymous runtimeConfig), the whole path, the Go
+/// type (`net.IP`, `[]*ip.IP`, `allocator.RangeSet`, …). Before, nested members were named
+/// by their last key and every list was an `array`.
+#[test]
+fn mistyped_members_are_worded_as_the_reference_words_them() {
+    let env = TestEnv::new();
+    let c = env.container();
+    let subnet = json!({"subnet": "10.9.0.0/24"});
+    let mut cases: Vec<Value> = [
+        json!({"ipRanges": [{"subnet": "10.1.0.0/24"}]}),
+        json!({"ipRanges": [[1]]}),
+        json!({"ipRanges": [[{"rangeStart": 5}]]}),
+        json!({"ipRanges": 5}),
+        json!({"ips": 5}),
+        json!({"ips": [5]}),
+    ]
+    .into_iter()
+    .map(|rc| {
+        let mut v = conf(&env, "1.0.0", subnet.clone());
+        v["runtimeConfig"] = rc;
+        v
+    })
+    .collect();
+    for args in [json!({"cni": {"ips": 5}}), json!({"cni": {"ips": [5]}})] {
+        let mut v = conf(&env, "1.0.0", subnet.clone());
+        v["args"] = args;
+        cases.push(v);
+    }
+    for ipam in [
+        json!({"ranges": [{"subnet": "10.1.0.0/24"}]}),
+        json!({"ranges": 5}),
+        json!({"ranges": [5]}),
+        json!({"ranges": [[5]]}),
+        json!({"ranges": [[{"subnet": 5}]]}),
+        json!({"ranges": [[{"gateway": 5, "subnet": "10.9.0.0/24"}]]}),
+        json!({"subnet": "10.9.0.0/24", "rangeStart": 5}),
+        json!({"subnet": "10.9.0.0/24", "dataDir": 5}),
+        json!({"subnet": "10.9.0.0/24", "resolvConf": 5}),
+        json!({"subnet": 5}),
+    ] {
+        cases.push(conf(&env, "1.0.0", ipam));
+    }
+    for conf in cases {
+        let ours = env
+            .call("host-local")
+            .exec("ADD", "c1", c.path_str(), "eth0", &conf)
+            .failure(999);
+        let Some(reference) = env.reference("host-local") else {
+            return;
+        };
+        let theirs = reference.exec("ADD", "c1", c.path_str(), "eth0", &conf).failure(999);
+        assert_eq!(ours, theirs, "{conf}");
+    }
+}
+
 #[test]
 fn check_finds_the_reservation() {
     for version in ALL_VERSIONS
@@ -595,7 +651,7 @@ fn two_hundred_parallel_adds_then_dels() {
     assert_eq!(left, [INDEX, "last_reserved_ip.0", "lock"]);
     // bucket files stay (rewritten in place, never re-created) but hold no entry
     for (name, content) in read_dir_map(&env.data_dir.join("hlnet").join(INDEX)) {
-        if name != "stamp" {
+        if name != "stamp" && name != "boot" {
             assert_eq!(content.lines().count(), 1, "bucket {name} not emptied: {content}");
             assert!(content.starts_with('#'), "{name}: {content}");
         }

@@ -2,6 +2,7 @@
 use crate::common;
 
 use cnibox::firewall_rules::ipmasq::{self, Attachment, Backend};
+use cnibox::firewall_rules::shared_chain::Interface;
 use ipnetwork::IpNetwork;
 use std::process::Command;
 
@@ -34,6 +35,11 @@ const B: Attachment = Attachment {
     ifname: "eth0",
     container_id: "ctr-b",
 };
+
+/// A DEL's teardown that knows no addresses (no prevResult, no netns).
+fn teardown(att: Attachment) -> Result<(), ipmasq::Error> {
+    ipmasq::teardown(att, &Interface::for_del(None, "", att.ifname))
+}
 
 fn nets(s: &[&str]) -> Vec<IpNetwork> {
     s.iter().map(|a| a.parse().unwrap()).collect()
@@ -76,12 +82,12 @@ fn nftables_setup_is_idempotent_and_teardown_needs_no_addresses() {
         2
     );
 
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
     let rules = masq_rules();
     assert_eq!(rules.len(), 1);
     assert!(rules[0].contains("id: ctr-b"), "{rules:?}");
-    ipmasq::teardown(A).unwrap(); // again: nothing left to do
-    ipmasq::teardown(B).unwrap();
+    teardown(A).unwrap(); // again: nothing left to do
+    teardown(B).unwrap();
     assert!(masq_rules().is_empty());
 }
 
@@ -107,7 +113,7 @@ fn nftables_gc_keeps_only_valid_attachments_of_the_network() {
 #[test]
 fn teardown_without_any_rules_or_tables_succeeds() {
     private_netns();
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
     ipmasq::gc("net1", &[]).unwrap();
 }
 
@@ -139,10 +145,10 @@ fn iptables_layout_matches_the_reference_and_tears_down_by_chain() {
     ipmasq::setup(Backend::Iptables, A, &nets(&["2001:db8::3/64"])).unwrap();
     assert!(sh("ip6tables -w -t nat -S POSTROUTING").contains(&chain));
 
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
     assert!(!sh("iptables -w -t nat -S").contains(&chain));
     assert!(!sh("ip6tables -w -t nat -S").contains(&chain));
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
 }
 
 // ------------------------------------------------ nftables over netlink vs the nft binary
@@ -271,7 +277,7 @@ fn teardown_deletes_what_the_nft_binary_made() {
     ));
     ipmasq::setup(Backend::Nftables, B, &nets(&["10.1.2.5/24"])).unwrap();
     assert_eq!(masq_rules().len(), 3);
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
     let left = masq_rules();
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].contains("id: ctr-b"));
@@ -313,12 +319,12 @@ fn iptables_legacy_chains_are_found_and_removed() {
     assert!(std::fs::read_to_string("/proc/thread-self/net/ip_tables_names")
         .unwrap()
         .contains("nat"));
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
     let left = sh("iptables-legacy-save -t nat");
     assert!(!left.contains(&chain), "{left}");
     assert!(
         left.contains("-A POSTROUTING -s 10.9.9.9/32 -j ACCEPT"),
         "other rules stay: {left}"
     );
-    ipmasq::teardown(A).unwrap();
+    teardown(A).unwrap();
 }

@@ -33,6 +33,15 @@
 //!   (`rtnetlink.rs` for links/addresses/routes/tc, `nftables.rs` for nf_tables; a new
 //!   family gets a file there), `netns.rs`, `sysctl.rs`, `ipmasq.rs`, and the entry point's
 //!   keys every config shares in `common_keys.rs`.
+//! * **Go's key matching, generated**: `go_keys/` runs every key each plugin applet's code
+//!   reads (the key registry of test builds) in four spellings, `null`, written twice and
+//!   mistyped, through cnibox and the reference. A new config key needs a value in the
+//!   applet's samples (`go_keys/samples.rs`; the coverage test fails without one), and a key
+//!   Debian's 1.1.1 lacks a line in its `NEWER` table.
+//! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
+//!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
+//!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
+//!   runtime's other tests (`cnitool.rs`, `oci_hook.rs`).
 //! * **The runtime side**: `cnitool.rs` (chains, cache, GC, STATUS), `chains.rs` (real
 //!   runtimes' chains through libcni), `gocni.rs` (containerd's CRI through go-cni: its
 //!   loopback network and a pod's capabilities in go-cni's own types, hostPorts reached,
@@ -40,15 +49,21 @@
 //!   `in_process_chains.rs` (cnibox's own applets of a chain run in-process, answers
 //!   compared with exec), `oci_hook.rs` (crun, runc), `docker.rs` (a real dockerd),
 //!   `applets.rs` (the applet table, `install`).
+//! * **Other architectures**: `make test-arm64` and `make test-i686` run the Makefile's
+//!   `FOREIGN_TESTS` with another binary as every applet. A step qemu-user cannot emulate
+//!   (tc, netfilter netlink) goes in `emulated.rs`, where `common::emulation` names it when
+//!   skipped under qemu; a test of the set that needs none of those stays in its module.
 //! * Logic that needs no kernel (parsers, the fake netlink transport) is a unit test in
 //!   `src/`, not here.
 //!
-//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins),
-//! `plugin_state` (links, addresses, routes, sysctls, reservations as comparable values),
-//! `bridge_support` and `portmap_support` (those plugins' test worlds, also used by
-//! `firewall`), `fuzz` (the property/fuzz toolkit). Data stays beside this directory:
-//! `tests/corpus/`, `tests/interop/` (the Go clients: a libcni runtime and containerd's
-//! go-cni), `tests/plugins/` (the recording plugin script).
+//! Shared modules: `common` (the harness: namespaces, calls, the reference plugins, the
+//! link kinds a kernel may lack), `plugin_state` (links, addresses, routes, sysctls,
+//! reservations as comparable values), `bridge_support` and `portmap_support` (those
+//! plugins' test worlds, also used by `firewall`), `stacked_support` (the world of the
+//! applets that make one link in the container: ipvlan, vlan, dummy), `fuzz` (the
+//! property/fuzz toolkit). Data stays beside this directory: `tests/corpus/`,
+//! `tests/interop/` (the Go clients: a libcni runtime and containerd's go-cni),
+//! `tests/plugins/` (the recording plugin script).
 //!
 //! `make test` runs this binary, then the applets' modules, `applets`, `chains` and `docker`
 //! again against the release binary (`CNIBOX_TEST_BIN`; the Makefile's `test` target).
@@ -64,6 +79,7 @@ mod bridge_support;
 mod fuzz;
 mod plugin_state;
 mod portmap_support;
+mod stacked_support;
 
 mod applets;
 mod bandwidth;
@@ -73,19 +89,28 @@ mod cnitool;
 mod common_keys;
 mod dhcp;
 mod docker;
+mod dummy;
+mod emulated;
 mod firewall;
 mod flannel;
+mod go_keys;
 mod gocni;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;
+mod ipvlan;
 mod loopback;
 mod macvlan;
 mod netlink;
 mod netns;
 mod oci_hook;
 mod portmap;
+mod reboot;
 mod reliability;
+mod sbr;
+mod r#static;
 mod sysctl;
 mod tuning;
 mod veth;
+mod vlan;
+mod vrf;

@@ -471,3 +471,71 @@ fn a_namespace_given_by_path_is_configured_once_and_joiners_are_left_alone() {
     w.assert_clean();
     assert!(!shared.has_link("eth0"), "the owner's DEL removed its eth0");
 }
+
+/// Regression: the hook caches the namespace as `/proc/<pid>/ns/net`. After a reboot that
+/// pid is some other process's, and `cnitool gc` of the stale attachment deleted eth0 in
+/// whatever namespace the path named then (and the host veth the cached result names). An
+/// attachment the hook cached in an earlier boot is now deleted without its namespace and
+/// result: its address goes, the namespace the old path names (here the same container,
+/// still alive, standing in for the pid's new owner) is untouched.
+#[test]
+fn after_a_reboot_gc_never_enters_the_namespace_the_hook_cached() {
+    let w = World::new(68, None);
+    let before = common::boot_id_file(w.env.tmp.path(), 0);
+    let after = common::boot_id_file(w.env.tmp.path(), 1);
+    let ctr = w.env.container();
+    let mut sleeper = ctr.command("sleep").arg("60").spawn().unwrap();
+    let state = json!({"ociVersion": "1.0.2", "id": "rb1", "status": "creating", "pid": sleeper.id()});
+    let mut args = vec!["add".to_string()];
+    args.extend(w.hook_args());
+    let out = w
+        .env
+        .call("oci-hook")
+        .args(&args)
+        .in_boot(&before)
+        .stdin(serde_json::to_vec(&state).unwrap())
+        .run();
+    assert_eq!(out.code, 0, "{out:?} {}", w.log());
+    assert!(ctr.has_link("eth0"));
+    assert_eq!(w.reservations().len(), 1);
+
+    let gc = w
+        .env
+        .tool("cnitool")
+        .args(["gc", &w.network])
+        .env("NETCONFPATH", w.conf_dir.to_str().unwrap())
+        .env("CNI_PATH", w.env.bin_dir.to_str().unwrap())
+        .env("CNI_CACHE_DIR", w.env.cache_dir.to_str().unwrap())
+        .in_boot(&after)
+        .run();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(gc.code, 0, "{gc:?}");
+    // neither entered through the old path nor removed through the host end the old
+    // result names (in a real reboot both name nothing, or something that is not ours)
+    assert!(
+        ctr.has_link("eth0"),
+        "GC deleted an interface of what the old path names now"
+    );
+    assert_eq!(w.reservations(), Vec::<String>::new());
+    assert_eq!(w.cache_files(), Vec::<String>::new());
+    // host-local's first call of the boot released the store: its old directory goes in
+    // the background, before the test's temp dir does
+    let old_dirs = || {
+        std::fs::read_dir(&w.env.data_dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".cnibox-reboot-")
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while old_dirs() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(old_dirs(), 0);
+}

@@ -518,3 +518,144 @@ fn del_config_errors() {
 fn common_keys() {
     crate::common_keys::same_as_the_reference("tuning");
 }
+
+// ---- the sysctl allowlist (/etc/cni/tuning/allowlist.conf, as the reference since v1.2.0) --
+
+/// An /etc for one call: the machine's, with `cni/tuning/allowlist.conf` holding `content`
+/// (no file when `None`) laid over it in a private mount namespace of that call.
+fn etc_with_allowlist(w: &World, content: Option<&str>) -> common::PrivateMount {
+    let etc = w.env.tmp.path().join(format!("etc-{}", common::unique("")));
+    std::fs::create_dir_all(etc.join("cni/tuning")).unwrap();
+    if let Some(text) = content {
+        std::fs::write(etc.join("cni/tuning/allowlist.conf"), text).unwrap();
+    }
+    common::PrivateMount::overlay(&etc, "/etc")
+}
+
+/// What one ADD under an allowlist did.
+struct Added {
+    out: CallOutput,
+    /// The sysctls and link attributes before and after it.
+    before: String,
+    after: String,
+}
+
+/// ADD with that allowlist.
+fn add_under(w: &World, etc: common::PrivateMount, version: &str, extra: &Value) -> Added {
+    w.reset();
+    let state = || format!("{} {}", w.sysctls(), w.link_state());
+    let before = state();
+    let out = w
+        .env
+        .call("tuning")
+        .mount(etc)
+        .exec("ADD", "dummy", w.ns.path_str(), IFNAME, &w.conf(version, extra));
+    Added {
+        out,
+        before,
+        after: state(),
+    }
+}
+
+impl World {
+    /// The sysctls the allowlist tests set.
+    fn sysctls(&self) -> String {
+        [
+            "net/ipv4/conf/eth0/arp_filter",
+            "net/ipv4/ip_forward",
+            "net/core/somaxconn",
+        ]
+        .map(|k| format!("{k}={}", self.ns.sysctl(k)))
+        .join(" ")
+    }
+}
+
+const ALLOWLIST: &str = "^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$\n^net\\.ipv4\\.ip_forward$\n";
+
+#[test]
+fn an_allowed_sysctl_is_set() {
+    let w = World::new();
+    for version in ALL_VERSIONS {
+        let sysctl = json!({"sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1", "net.ipv4.ip_forward": "1"}});
+        let added = add_under(&w, etc_with_allowlist(&w, Some(ALLOWLIST)), version, &sysctl);
+        added.out.success();
+        assert!(
+            added.after.contains("arp_filter=1") && added.after.contains("ip_forward=1"),
+            "{version}: {}",
+            added.after
+        );
+        // no allowlist file at all: no restriction, as in the reference
+        let somaxconn = json!({"sysctl": {"net.core.somaxconn": "77"}});
+        let added = add_under(&w, etc_with_allowlist(&w, None), version, &somaxconn);
+        added.out.success();
+        assert!(added.after.contains("somaxconn=77"), "{version}: {}", added.after);
+    }
+}
+
+/// Regression: cnibox set any sysctl it was given, allowlist or not.
+#[test]
+fn a_sysctl_the_allowlist_does_not_name_is_refused_before_anything_changes() {
+    let w = World::new();
+    for version in ALL_VERSIONS {
+        // one allowed, one not, and link attributes: none of them may change
+        let extra = json!({"sysctl": {"net.ipv4.ip_forward": "1", "net.core.somaxconn": "77"},
+                           "mtu": 1400, "promisc": true});
+        let added = add_under(&w, etc_with_allowlist(&w, Some(ALLOWLIST)), version, &extra);
+        assert_eq!(
+            added.out.failure(999),
+            "Sysctl net.core.somaxconn is not allowed. Only the following sysctls are allowed: \
+             [^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$ ^net\\.ipv4\\.ip_forward$]",
+            "{version}"
+        );
+        assert_eq!(added.after, added.before, "{version}: something changed");
+        assert_eq!(w.saved(), None, "{version}: left a saved file");
+    }
+}
+
+#[test]
+fn an_empty_allowlist_allows_no_sysctl() {
+    let w = World::new();
+    for content in ["", "\n  \n"] {
+        let sysctl = json!({"sysctl": {"net.ipv4.ip_forward": "1"}});
+        let added = add_under(&w, etc_with_allowlist(&w, Some(content)), "1.1.0", &sysctl);
+        assert_eq!(
+            added.out.failure(999),
+            "Sysctl net.ipv4.ip_forward is not allowed. Only the following sysctls are allowed: []"
+        );
+        assert_eq!(added.after, added.before);
+        // a config without sysctls asks for nothing the allowlist could refuse
+        let mtu = json!({"mtu": 1400});
+        add_under(&w, etc_with_allowlist(&w, Some(content)), "1.1.0", &mtu)
+            .out
+            .success();
+    }
+}
+
+#[test]
+fn a_malformed_allowlist_expression_is_an_error_naming_it() {
+    let w = World::new();
+    let sysctl = json!({"sysctl": {"net.ipv4.ip_forward": "1"}});
+    let added = add_under(&w, etc_with_allowlist(&w, Some("^net\\.(ipv4\n")), "1.0.0", &sysctl);
+    assert_eq!(
+        added.out.failure(999),
+        "error parsing regexp: missing closing ): `^net\\.(ipv4`"
+    );
+    assert_eq!(added.after, added.before);
+    // valid Go, but outside what cnibox matches: refused, never taken as allowing
+    let added = add_under(&w, etc_with_allowlist(&w, Some("(?i)IP_FORWARD\n")), "1.0.0", &sysctl);
+    assert_eq!(
+        added.out.failure(999),
+        "unsupported regexp syntax: flags and named groups `(?` (cnibox matches a subset of Go's regexp syntax)"
+    );
+    assert_eq!(added.after, added.before);
+    // Go compiles the lines in order, each when it gets to it: a malformed line after the
+    // one that allows the sysctl is never read
+    let added = add_under(
+        &w,
+        etc_with_allowlist(&w, Some("ip_forward$\n[z-a]\n")),
+        "1.0.0",
+        &sysctl,
+    );
+    added.out.success();
+    assert!(added.after.contains("ip_forward=1"), "{}", added.after);
+}

@@ -490,6 +490,24 @@ fn add_error_paths() {
     assert_eq!(masq_rules(&env.host), Vec::<String>::new());
 }
 
+/// Regression: the DEL of a config without an IPAM type (`"ipam": {}`, `null`, mistyped),
+/// which ADD refuses, delegated to an empty plugin name and failed with "no plugin name
+/// provided", so a runtime's cleanup DEL after the refused ADD failed for ever (README: DEL
+/// succeeds on a config ADD refuses). Found by the generated key tests (`go_keys`).
+#[test]
+fn del_of_a_config_without_an_ipam_type_succeeds() {
+    let env = TestEnv::new();
+    let ns = env.container();
+    for ipam in [json!({}), json!(null), json!("x"), json!({"type": 5})] {
+        let mut c = conf(&env, "1.0.0", json!({}));
+        c["ipam"] = ipam.clone();
+        let add = env.call("ptp").exec("ADD", "ctr1", ns.path_str(), "eth0", &c);
+        assert!(!add.ok(), "{ipam}: {add:?}");
+        env.call("ptp").exec("DEL", "ctr1", ns.path_str(), "eth0", &c).success();
+        assert!(host_veths(&env).is_empty(), "{ipam}");
+    }
+}
+
 #[test]
 fn check_error_paths() {
     for version in ALL_VERSIONS.iter().filter(|v| at_least(v, "0.4.0")) {

@@ -12,7 +12,8 @@
 //! * keys that match no field are ignored.
 //!
 //! Go picks an exact match over a folded one when a struct has two fields whose names fold
-//! together; no reference struct has such a pair, so matching by folding alone is exact.
+//! together (static's `Address` has `address` and `Address`): [`Fields::written_exactly`]
+//! reads the one such a key names exactly, [`Fields::shadowed_by`] the other.
 use super::super::Error;
 use super::tree::{Json, Object};
 use std::collections::BTreeMap;
@@ -42,28 +43,59 @@ pub fn type_error(v: &Json, path: &str, ty: &str) -> Error {
 #[derive(Debug, Clone, Default)]
 pub struct Fields<'a> {
     parts: Vec<&'a Object>,
+    /// A key spelled exactly as this belongs to another field, whatever it folds to.
+    shadowed: Option<&'a str>,
 }
 
 impl<'a> Fields<'a> {
     pub fn of(obj: &'a Object) -> Fields<'a> {
-        Fields { parts: vec![obj] }
+        Fields {
+            parts: vec![obj],
+            shadowed: None,
+        }
+    }
+
+    /// The same fields, where a key spelled exactly `field` fills the struct's field of that
+    /// name and no other, as Go matches it: for reading the field whose name folds together
+    /// with `field`'s.
+    pub fn shadowed_by(&self, field: &'a str) -> Fields<'a> {
+        Fields {
+            parts: self.parts.clone(),
+            shadowed: Some(field),
+        }
+    }
+
+    /// Every value written under exactly the key `name`, in document order: the field of a
+    /// struct another of whose fields folds to the same name (see [`Fields::shadowed_by`]).
+    pub fn written_exactly(&self, name: &str, go_type: &str) -> impl Iterator<Item = &'a Json> + '_ {
+        self.record(name, go_type);
+        let name = name.to_string();
+        self.parts
+            .iter()
+            .flat_map(|o| o.members())
+            .filter(move |(k, _)| *k == name)
+            .map(|(_, v)| v)
     }
 
     /// Every value written under a key Go matches to the field `name`, in document order.
     /// `go_type` is the field's Go type, for the key registry of the tests.
     pub fn written(&self, name: &str, go_type: &str) -> impl Iterator<Item = &'a Json> + '_ {
-        #[cfg(any(test, feature = "test-support"))]
-        for part in &self.parts {
-            super::keys::record(part, name, go_type);
-        }
-        #[cfg(not(any(test, feature = "test-support")))]
-        let _ = go_type;
+        self.record(name, go_type);
         let name = name.to_string();
+        let shadowed = self.shadowed.filter(|s| *s != name);
         self.parts
             .iter()
             .flat_map(|o| o.members())
-            .filter(move |(k, _)| *k == name || super::fold::matches(k, &name))
+            .filter(move |(k, _)| *k == name || (Some(*k) != shadowed && super::fold::matches(k, &name)))
             .map(|(_, v)| v)
+    }
+
+    /// Records a lookup with the key registry of test builds.
+    fn record(&self, _name: &str, _go_type: &str) {
+        #[cfg(any(test, feature = "test-support"))]
+        for part in &self.parts {
+            super::keys::record(part, _name, _go_type);
+        }
     }
 
     /// True when the last value written for the field is `null`: a pointer, slice or map
@@ -198,13 +230,24 @@ pub fn opt_uint<T: TryFrom<i64>>(obj: &Fields, key: &str, path: &str) -> Result<
 
 /// A Go `uint64` field: a negative number or a fraction is Go's error for that type.
 pub fn opt_u64(obj: &Fields, key: &str, path: &str) -> Result<Option<u64>, Error> {
-    value_field(obj, key, "uint64", |v| match v {
-        Json::Number(n) => n.as_u64().ok_or_else(|| {
+    opt_unsigned(obj, key, path, "uint64")
+}
+
+/// A Go `uint32` field (a routing table): a negative number, a fraction or one beyond 32
+/// bits is Go's error for that type.
+pub fn opt_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error> {
+    opt_unsigned(obj, key, path, "uint32")
+}
+
+/// A Go unsigned field of type `ty`, whose range is `T`'s.
+fn opt_unsigned<T: TryFrom<u64>>(obj: &Fields, key: &str, path: &str, ty: &str) -> Result<Option<T>, Error> {
+    value_field(obj, key, ty, |v| match v {
+        Json::Number(n) => n.as_u64().and_then(|u| T::try_from(u).ok()).ok_or_else(|| {
             Error::internal(format!(
-                "json: cannot unmarshal number {n} into Go struct field {path} of type uint64"
+                "json: cannot unmarshal number {n} into Go struct field {path} of type {ty}"
             ))
         }),
-        other => Err(type_error(other, path, "uint64")),
+        other => Err(type_error(other, path, ty)),
     })
 }
 
@@ -252,20 +295,22 @@ pub fn opt_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) ->
             None => undecodable::<()>(type_error(v, path, go_type)).map(|_| ())?,
         }
     }
-    Ok((!parts.is_empty()).then_some(Fields { parts }))
+    Ok((!parts.is_empty()).then_some(Fields { parts, shadowed: None }))
 }
 
 /// A pointer-to-struct field: as [`opt_object`], but a `null` drops what came before.
+/// `go_type` is the struct's type: Go names the pointed-to type in its errors.
 pub fn opt_ptr_object<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<Fields<'a>>, Error> {
+    let pointee = go_type.trim_start_matches('*');
     let mut parts: Option<Vec<&Object>> = None;
-    for v in obj.written(key, go_type) {
+    for v in obj.written(key, &format!("*{pointee}")) {
         match v {
             Json::Null => parts = None,
             Json::Object(o) => parts.get_or_insert_with(Vec::new).push(o),
-            other => undecodable::<()>(type_error(other, path, go_type)).map(|_| ())?,
+            other => undecodable::<()>(type_error(other, path, pointee)).map(|_| ())?,
         }
     }
-    Ok(parts.map(|parts| Fields { parts }))
+    Ok(parts.map(|parts| Fields { parts, shadowed: None }))
 }
 
 /// A Go map decoded from JSON: one entry per exact key, the last written.
@@ -294,10 +339,16 @@ pub fn opt_raw<'a>(obj: &Fields<'a>, key: &str) -> Option<&'a Json> {
 /// The value as the fields of a struct; `null` decodes as an empty one (Go leaves the struct
 /// zero).
 pub fn as_object<'a>(v: &'a Json, path: &str) -> Result<Fields<'a>, Error> {
+    as_struct(v, path, "struct")
+}
+
+/// [`as_object`] for a value whose Go type (`main.PortMapEntry`, an element of a slice)
+/// the error names.
+pub fn as_struct<'a>(v: &'a Json, path: &str, go_type: &str) -> Result<Fields<'a>, Error> {
     match v {
         Json::Object(m) => Ok(Fields::of(m)),
         Json::Null => Ok(Fields::default()),
-        other => undecodable(type_error(other, path, "struct")).map(Option::unwrap_or_default),
+        other => undecodable(type_error(other, path, go_type)).map(Option::unwrap_or_default),
     }
 }
 
@@ -367,10 +418,37 @@ mod tests {
                 opt_u64(o, "neg", "B.ingressRate").unwrap_err().msg,
                 "json: cannot unmarshal number -1 into Go struct field B.ingressRate of type uint64"
             );
+            // a VRF's table, as the reference's vrf answers for -1 and a string
+            assert_eq!(
+                opt_u32(o, "neg", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal number -1 into Go struct field VRFNetConf.table of type uint32"
+            );
+            assert_eq!(
+                opt_u32(o, "i", "VRFNetConf.table").unwrap_err().msg,
+                "json: cannot unmarshal string into Go struct field VRFNetConf.table of type uint32"
+            );
             assert_eq!(opt_str(o, "s", "x").unwrap_err().code, 999);
             assert_eq!(
                 opt_bool(o, "s", "NetConf.isGateway").unwrap_err().msg,
                 "json: cannot unmarshal number into Go struct field NetConf.isGateway of type bool"
+            );
+        });
+    }
+
+    /// static's `Address` has `address` (a string) and the untagged `Address` (a
+    /// net.IPNet): Go gives a key spelled exactly like either field to that field, and every
+    /// other spelling to the first of them.
+    #[test]
+    fn an_exact_key_goes_to_its_own_field_when_two_fold_together() {
+        with(r#"{"address": "a", "Address": {"IP": "x"}, "ADDRESS": "b"}"#, |o| {
+            let text = o.shadowed_by("Address");
+            assert_eq!(opt_str(&text, "address", "x").unwrap(), Some("b"));
+            let exact: Vec<&Json> = o.written_exactly("Address", "net.IPNet").collect();
+            assert_eq!(exact.len(), 1);
+            assert!(exact[0].as_object().is_some());
+            assert!(
+                opt_str(o, "address", "x").is_err(),
+                "unshadowed, the object folds into the string field"
             );
         });
     }

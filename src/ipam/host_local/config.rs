@@ -8,7 +8,6 @@ use crate::cni::json::{self, Fields, Json};
 use crate::cni::netaddr::{self, parse_ip};
 use crate::cni::result::Route;
 use crate::cni::version;
-use ipnetwork::IpNetwork;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -41,6 +40,9 @@ pub struct Config {
     pub resolv_conf: Option<String>,
     /// `CNI_ARGS IP` first, then `args.cni.ips`, then `runtimeConfig.ips`; canonical, no duplicates.
     pub requested: Vec<IpAddr>,
+    /// `releaseAfterReboot` (cnibox's own key, default true): release an earlier boot's
+    /// reservations at the first call after a reboot.
+    pub release_after_reboot: bool,
 }
 
 impl From<crate::cni::Error> for ConfigError {
@@ -58,9 +60,24 @@ fn opt_str<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a st
     Ok(json::opt_str(obj, key, field)?)
 }
 
-/// A list member, its wrong type named `array` as this plugin always has.
-fn opt_array<'a>(obj: &Fields<'a>, key: &str, field: &str) -> Result<Option<&'a [Json]>, ConfigError> {
-    Ok(json::opt_list(obj, key, field, "array")?)
+/// A slice member of Go type `go_type`, at `path` (Go's `<innermost struct>.<full path>`).
+fn opt_list<'a>(obj: &Fields<'a>, key: &str, path: &str, go_type: &str) -> Result<Option<&'a [Json]>, ConfigError> {
+    Ok(json::opt_list(obj, key, path, go_type)?)
+}
+
+/// A `types.IPNet` member (`subnet`, a route's `dst`): Go runs its `UnmarshalJSON` for each
+/// value written, a `null` too, which reads as "" and fails; absent is unset.
+fn opt_ipnet(obj: &Fields, key: &str, field: &str) -> Result<Option<RawSubnet>, ConfigError> {
+    let mut subnet = None;
+    for v in obj.written(key, "types.IPNet") {
+        let text = match v {
+            Json::Null => "",
+            Json::String(s) => s,
+            other => return Err(type_error(other, field, "string")),
+        };
+        subnet = Some(RawSubnet::parse(text).map_err(|e| err(e.0))?);
+    }
+    Ok(subnet)
 }
 
 /// A `net.IP` member (`rangeStart`, `gateway`, …): "" means unset, like Go's `UnmarshalText`.
@@ -77,107 +94,85 @@ pub fn parse_requested(s: &str) -> Result<IpAddr, ConfigError> {
     }
 }
 
-fn parse_requested_list(list: Option<&[Json]>, field: &str) -> Result<Vec<IpAddr>, ConfigError> {
+/// `[]*ip.IP` at `path` (`.runtimeConfig.ips`, `IPAMArgs.args.cni.ips`).
+fn requested_list(obj: &Fields, key: &str, path: &str) -> Result<Vec<IpAddr>, ConfigError> {
     let mut out = vec![];
-    for v in list.into_iter().flatten() {
+    for v in opt_list(obj, key, path, "[]*ip.IP")?.into_iter().flatten() {
         match v {
             Json::String(s) => out.push(parse_requested(s)?),
             Json::Null => {}
-            other => return Err(type_error(other, field, "ip.IP")),
+            other => return Err(type_error(other, path, "*ip.IP")),
         }
     }
     Ok(out)
 }
 
-fn parse_range(value: &Json, field: &str) -> Result<RawRange, ConfigError> {
+/// A `Range`'s members at `path` (`ipam.ranges`), Go naming them `Range.<path>.<key>`.
+fn parse_range(value: &Json, path: &str) -> Result<RawRange, ConfigError> {
     if value.as_object().is_none() {
-        return Err(type_error(value, field, "allocator.Range"));
+        return Err(type_error(value, path, "allocator.Range"));
     }
-    parse_range_fields(&json::as_object(value, field)?, field)
+    parse_range_fields(
+        &json::as_object(value, path)?,
+        &format!("Range.{}", path.trim_start_matches('.')),
+    )
 }
 
-/// A `Range`'s members (also those of the IPAM section, which embeds one).
+/// A `Range`'s members, named `<field>.<key>` (also those of the IPAM section, which embeds
+/// one: `IPAMConfig.ipam`).
 fn parse_range_fields(obj: &Fields, field: &str) -> Result<RawRange, ConfigError> {
-    let subnet = match opt_str(obj, "subnet", &format!("{field}.subnet"))? {
-        None => None,
-        Some(s) => Some(RawSubnet::parse(s).map_err(|e| err(e.0))?),
-    };
     Ok(RawRange {
-        subnet,
+        subnet: opt_ipnet(obj, "subnet", &format!("{field}.subnet"))?,
         range_start: opt_ip(obj, "rangeStart", &format!("{field}.rangeStart"))?,
         range_end: opt_ip(obj, "rangeEnd", &format!("{field}.rangeEnd"))?,
         gateway: opt_ip(obj, "gateway", &format!("{field}.gateway"))?,
     })
 }
 
-/// `[[Range]]`.
-fn parse_range_sets(list: Option<&[Json]>, field: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+/// `[]allocator.RangeSet` (`[[Range]]`) at `path` (`.runtimeConfig.ipRanges`,
+/// `IPAMConfig.ipam.ranges`: Go names the innermost struct, then the whole path).
+fn range_sets(obj: &Fields, key: &str, path: &str) -> Result<Vec<Vec<RawRange>>, ConfigError> {
+    let range_path = path.split_once('.').map_or(path, |(_, rest)| rest);
     let mut sets = vec![];
-    for set in list.into_iter().flatten() {
+    for set in opt_list(obj, key, path, "[]allocator.RangeSet")?.into_iter().flatten() {
         match set {
-            Json::Array(ranges) => sets.push(ranges.iter().map(|r| parse_range(r, field)).collect::<Result<_, _>>()?),
+            Json::Array(ranges) => sets.push(
+                ranges
+                    .iter()
+                    .map(|r| match r {
+                        Json::Object(_) => parse_range(r, range_path),
+                        other => Err(type_error(other, path, "allocator.Range")),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
             Json::Null => sets.push(vec![]),
-            other => return Err(type_error(other, field, "allocator.RangeSet")),
+            other => return Err(type_error(other, path, "allocator.RangeSet")),
         }
     }
     Ok(sets)
 }
 
-fn opt_u32(obj: &Fields, key: &str) -> Result<Option<u32>, ConfigError> {
-    Ok(json::value_field(obj, key, "int", |v| {
-        match v {
-            Json::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(()),
-            _ => Err(()),
-        }
-        .map_err(|_| json::type_error(v, &format!("Route.{key}"), "int"))
-    })?)
-}
-
-fn parse_routes(list: Option<&[Json]>) -> Result<Vec<Route>, ConfigError> {
-    let mut routes = vec![];
-    for r in list.into_iter().flatten() {
-        if r.is_null() {
-            continue;
-        }
-        if r.as_object().is_none() {
-            return Err(type_error(r, "IPAMConfig.routes", "types.Route"));
-        }
-        let r = &json::as_object(r, "IPAMConfig.routes")?;
-        let dst = opt_str(r, "dst", "Route.dst")?.unwrap_or("");
-        let net = RawSubnet::parse(dst).map_err(|e| err(e.0))?;
-        let dst = IpNetwork::new(
-            canonical(net.ip),
-            if canonical(net.ip) != net.ip {
-                net.prefix.saturating_sub(96)
-            } else {
-                net.prefix
-            },
-        )
-        .map_err(|e| err(format!("invalid CIDR address: {dst}: {e}")))?;
-        // `scope` is read before `gw`, as this reader always has: its type error comes first.
-        let scope = opt_u32(r, "scope")?;
-        let mut route = Route::from_members(r, dst, |key| opt_u32(r, key))?;
-        route.scope = scope
-            .map(|s| u8::try_from(s).map_err(|_| err(format!("invalid route scope {s}"))))
-            .transpose()?;
-        routes.push(route);
-    }
-    Ok(routes)
-}
-
 impl Config {
-    /// The store a config names (its directory and the network), read on its own: what DEL
-    /// releases from when [`Config::load`] refuses the rest.
-    pub fn store_of(conf: &Json) -> (PathBuf, String) {
+    /// The store a config names (its directory and the network) and its
+    /// `releaseAfterReboot`, read on their own: what DEL releases from when [`Config::load`]
+    /// refuses the rest.
+    pub fn store_of(conf: &Json) -> (PathBuf, String, bool) {
         let conf = json::as_object(conf, "Net").unwrap_or_default();
         let name = opt_str(&conf, "name", "Net.name").ok().flatten().unwrap_or_default();
-        let data_dir = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
+        let ipam = json::opt_ptr_object(&conf, "ipam", "Net.ipam", "allocator.IPAMConfig")
             .ok()
-            .flatten()
-            .and_then(|ipam| opt_str(&ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
+            .flatten();
+        let data_dir = ipam
+            .as_ref()
+            .and_then(|ipam| opt_str(ipam, "dataDir", "IPAMConfig.dataDir").ok().flatten())
             .filter(|d| !d.is_empty())
             .unwrap_or(DEFAULT_DATA_DIR);
-        (PathBuf::from(data_dir), name.to_string())
+        let release_after_reboot = ipam
+            .as_ref()
+            .and_then(|ipam| json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.ipam.releaseAfterReboot").ok())
+            .flatten()
+            .unwrap_or(true);
+        (PathBuf::from(data_dir), name.to_string(), release_after_reboot)
     }
 
     /// Load from the plugin config. `env_ip` is `CNI_ARGS`' `IP` value, if given.
@@ -194,8 +189,9 @@ impl Config {
             "Net.runtimeConfig",
             r#"struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; IPs []*ip.IP "json:\"ips,omitempty\"" }"#,
         )?.unwrap_or_default();
-        let runtime_ranges = parse_range_sets(opt_array(&runtime, "ipRanges", "ipRanges")?, "ipRanges")?;
-        let runtime_ips = parse_requested_list(opt_array(&runtime, "ips", "ips")?, "ips")?;
+        // the anonymous runtimeConfig struct has no name in Go's messages
+        let runtime_ranges = range_sets(&runtime, "ipRanges", ".runtimeConfig.ipRanges")?;
+        let runtime_ips = requested_list(&runtime, "ips", ".runtimeConfig.ips")?;
         let args = json::opt_ptr_object(
             conf,
             "args",
@@ -203,11 +199,11 @@ impl Config {
             r#"struct { A *allocator.IPAMArgs "json:\"cni\"" }"#,
         )?;
         let args_ips = match args
-            .map(|a| json::opt_ptr_object(&a, "cni", "Net.args.cni", "allocator.IPAMArgs"))
+            .map(|a| json::opt_ptr_object(&a, "cni", ".args.cni", "allocator.IPAMArgs"))
             .transpose()?
             .flatten()
         {
-            Some(cni) => parse_requested_list(opt_array(&cni, "ips", "IPAMArgs.ips")?, "IPAMArgs.ips")?,
+            Some(cni) => requested_list(&cni, "ips", "IPAMArgs.args.cni.ips")?,
             None => vec![],
         };
         let Some(ipam) = json::opt_ptr_object(conf, "ipam", "Net.ipam", "allocator.IPAMConfig")? else {
@@ -218,16 +214,18 @@ impl Config {
         // JSON tag: any spelling of "name" fills it)
         opt_str(ipam, "type", "IPAMConfig.ipam.type")?;
         opt_str(ipam, "Name", "IPAMConfig.ipam.Name")?;
-        let legacy = parse_range_fields(ipam, "IPAMConfig")?;
-        let ipam_ranges = parse_range_sets(opt_array(ipam, "ranges", "IPAMConfig.ranges")?, "IPAMConfig.ranges")?;
-        let routes = parse_routes(opt_array(ipam, "routes", "IPAMConfig.routes")?)?;
-        let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.dataDir")? {
+        let legacy = parse_range_fields(ipam, "IPAMConfig.ipam")?;
+        let ipam_ranges = range_sets(ipam, "ranges", "IPAMConfig.ipam.ranges")?;
+        let routes = crate::ipam::routes::read(ipam)?;
+        let data_dir = match opt_str(ipam, "dataDir", "IPAMConfig.ipam.dataDir")? {
             None | Some("") => PathBuf::from(DEFAULT_DATA_DIR),
             Some(d) => PathBuf::from(d),
         };
-        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.resolvConf")?
+        let resolv_conf = opt_str(ipam, "resolvConf", "IPAMConfig.ipam.resolvConf")?
             .filter(|s| !s.is_empty())
             .map(String::from);
+        let release_after_reboot =
+            json::opt_bool(ipam, "releaseAfterReboot", "IPAMConfig.ipam.releaseAfterReboot")?.unwrap_or(true);
 
         let mut requested: Vec<IpAddr> = vec![];
         let env_ip = match env_ip {
@@ -276,6 +274,7 @@ impl Config {
             data_dir,
             resolv_conf,
             requested,
+            release_after_reboot,
         })
     }
 }
@@ -291,6 +290,27 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    /// Regression: `null` for a subnet or a route's `dst` was read as unset (a value field's
+    /// rule), so a subnet written and then `null` kept the subnet; Go runs `types.IPNet`'s
+    /// `UnmarshalJSON` for the `null` too, which parses "" and fails, as the reference does.
+    #[test]
+    fn a_null_subnet_or_dst_is_an_empty_cidr() {
+        let load_text = |text: &str| Config::load(&json::parse(text.as_bytes()).unwrap(), None).map_err(|e| e.0);
+        for text in [
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","SUBNET":null}}"#,
+            r#"{"name":"n","ipam":{"subnet":null,"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#,
+            r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24","Subnet":null}]]}}"#,
+            r#"{"name":"n","ipam":{"subnet":"10.1.2.0/24","routes":[{"dst":"0.0.0.0/0","DST":null}]}}"#,
+        ] {
+            assert_eq!(load_text(text).unwrap_err(), "invalid CIDR address: ", "{text}");
+        }
+        // Go decodes each value written in turn: a null before the subnet fails too
+        let c = load_text(r#"{"name":"n","ipam":{"SUBNET":null,"subnet":"10.1.2.0/24"}}"#);
+        assert_eq!(c.unwrap_err(), "invalid CIDR address: ");
+        let c = load_text(r#"{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.2.0/24"}]]}}"#).unwrap();
+        assert_eq!(c.ranges.len(), 1);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   XXX, one line `<ip> <hex(id)> <=hex(ifname) | ->` (`-`: a legacy ID-only file).
 //! * `.cnibox-index/stamp` — `dev ino mtime` of the network directory when the index last
 //!   described it exactly.
+//! * `.cnibox-index/boot` — the boot the index's calls ran in (see [`super::reboot`]).
 //!
 //! Every file starts with a `#` line, so its trimmed content can never equal a container ID
 //! (IDs match `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`) nor `id\r\nifname`: the reference never takes
@@ -33,6 +34,8 @@ use std::os::fd::{AsFd, OwnedFd};
 
 pub const INDEX_DIR: &str = ".cnibox-index";
 const STAMP: &str = "stamp";
+/// Kept beside the index, not part of it: [`Index::replace_all`] leaves it alone.
+pub const BOOT_RECORD: &str = "boot";
 const HEADER: &str = "# cnibox host-local owner index (not a reservation)";
 /// Few enough that bucket files are created once and then rewritten in place (creating a
 /// file is the dearest step of an ADD on some file systems: ~0.5 ms on ext4 with discard),
@@ -344,8 +347,9 @@ impl DirStamp {
         Ok(DirStamp {
             dev: st.st_dev,
             ino: st.st_ino,
-            sec: st.st_mtime,
-            nsec: st.st_mtime_nsec,
+            // time_t and its nanoseconds are 32-bit on 32-bit musl targets (i686, armv7)
+            sec: st.st_mtime as i64,
+            nsec: st.st_mtime_nsec as i64,
         })
     }
 
@@ -532,7 +536,7 @@ impl Index {
         // Existing bucket files are rewritten in place (emptied when no entry hashes there),
         // not removed and created again: creating files is the dear part on ext4.
         for name in list_dir(&self.dir).map_err(|e| ierr("list", "", e))? {
-            if name == STAMP || buckets.contains_key(&name) {
+            if name == STAMP || name == BOOT_RECORD || buckets.contains_key(&name) {
                 continue;
             }
             let emptied = is_bucket_name(&name) && overwrite(&self.dir, &name, encode_bucket(&[]).as_bytes()).is_ok();
@@ -551,11 +555,27 @@ impl Index {
         Ok(())
     }
 
-    /// Every entry (tests and diagnostics).
+    /// Replace a file of the index directory that is not the index (the boot record)
+    /// atomically (temp file, then rename): it is written once per boot,
+    /// and a torn one must not read as another record.
+    pub fn write_extra(&self, name: &str, content: &[u8]) -> Result<(), IndexError> {
+        let tmp = format!(".{name}.tmp");
+        match unlinkat(&self.dir, tmp.as_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(ierr("remove", &tmp, e)),
+        }
+        let mut f = open_file(&self.dir, &tmp, OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL, 0o600)
+            .map_err(|e| ierr("create", &tmp, e))?;
+        f.write_all(content).map_err(|e| ierr("write", &tmp, e))?;
+        drop(f);
+        nix::fcntl::renameat(&self.dir, tmp.as_str(), &self.dir, name).map_err(|e| ierr("rename", name, e))
+    }
+
+    /// Every entry (for the release after a reboot, tests and diagnostics).
     pub fn all(&self) -> Result<Vec<Entry>, IndexError> {
         let mut out = vec![];
         for name in list_dir(&self.dir).map_err(|e| ierr("list", "", e))? {
-            if name.starts_with('b') {
+            if is_bucket_name(&name) {
                 let bytes = read_small(&self.dir, &name, 64 << 20).map_err(|e| ierr("read", &name, e))?;
                 out.extend(
                     std::str::from_utf8(&bytes)

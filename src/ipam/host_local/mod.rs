@@ -6,6 +6,7 @@ pub mod config;
 pub mod index;
 pub mod range;
 pub mod range_set;
+pub mod reboot;
 pub mod store;
 
 use crate::cni::error::code;
@@ -15,6 +16,7 @@ use crate::ipam::resolv;
 use allocator::Reservations;
 use config::Config;
 use ipnetwork::IpNetwork;
+use reboot::Boot;
 use std::net::IpAddr;
 use store::Store;
 
@@ -25,6 +27,11 @@ fn load(req: &Request) -> Result<Config, Error> {
     let pairs = crate::cni::args::parse(&req.args, &["IP"])?;
     let env_ip = crate::cni::args::get(&pairs, "IP");
     Config::load(&req.config, env_ip).map_err(Error::internal)
+}
+
+/// The network's store, locked, with an earlier boot's reservations settled.
+fn open_store(conf: &Config) -> Result<Store, Error> {
+    Store::open_in_boot(&conf.data_dir, &conf.name, &Boot::current(conf.release_after_reboot)).map_err(Error::internal)
 }
 
 /// The store seen by the allocator for one owner.
@@ -102,27 +109,29 @@ impl Plugin for HostLocal {
             Some(path) => resolv::read(path).map_err(Error::internal)?,
             None => Dns::default(),
         };
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         let ips = allocate_all(&conf, req, &mut store)?;
         store.finish().map_err(Error::internal)?;
         Ok(crate::ipam::result(req, ips, conf.routes, dns))
     }
 
     fn del(&self, req: &Request) -> Result<(), Error> {
-        // releasing needs only the store: its directory and the network's name
-        let (data_dir, name) = crate::cni::config::del_config(
+        // releasing needs only the store: its directory, the network's name, and whether an
+        // earlier boot's reservations go
+        let (data_dir, name, release_after_reboot) = crate::cni::config::del_config(
             "host-local",
-            || load(req).map(|c| (c.data_dir, c.name)),
+            || load(req).map(|c| (c.data_dir, c.name, c.release_after_reboot)),
             || config::Config::store_of(&req.config),
         );
-        let mut store = Store::open(&data_dir, &name).map_err(Error::internal)?;
+        let boot = Boot::current(release_after_reboot);
+        let mut store = Store::open_in_boot(&data_dir, &name, &boot).map_err(Error::internal)?;
         store.release(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
         let conf = load(req)?;
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         let found = store.find(&req.container_id, &req.ifname).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)?;
         if !found {
@@ -156,7 +165,12 @@ impl Plugin for HostLocal {
                 crate::cni::error::go_errno_text(&e)
             )));
         }
-        let peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        let mut peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        if !peek.settled(&Boot::current(conf.release_after_reboot)) {
+            // the first call after a reboot: an earlier boot's reservations do not count
+            open_store(&conf)?.finish().map_err(Error::internal)?;
+            peek = store::Peek::open(&conf.data_dir, &conf.name).map_err(|e| unavailable(e.to_string()))?;
+        }
         for (idx, set) in conf.ranges.iter().enumerate() {
             if !set_has_free(&peek, set, idx) {
                 return Err(unavailable(format!(
@@ -174,7 +188,7 @@ impl Plugin for HostLocal {
             // without the list nothing can be judged stale; releasing all would be a guess
             return Ok(());
         };
-        let mut store = Store::open(&conf.data_dir, &conf.name).map_err(Error::internal)?;
+        let mut store = open_store(&conf)?;
         store.gc(&valid).map_err(Error::internal)?;
         store.finish().map_err(Error::internal)
     }

@@ -20,6 +20,7 @@
 //! Nothing in the data dir is followed through a symlink: the network directory is opened
 //! with O_NOFOLLOW and every file below it is reached with `*at()` calls and O_NOFOLLOW.
 use super::index::{self, list_dir, read_small, Bucket, Entry, Index, IndexError, Owner};
+use super::reboot::{self, Boot, Record};
 use crate::cni::netaddr::parse_ip;
 use nix::errno::Errno;
 use nix::fcntl::{openat, Flock, FlockArg, OFlag};
@@ -36,7 +37,7 @@ pub const LOCK_FILE: &str = "lock";
 pub const LAST_RESERVED_PREFIX: &str = "last_reserved_ip.";
 pub const RESERVE_TMP: &str = ".cnibox-reserve.tmp";
 /// Reservation contents are tiny; anything longer is not one.
-const MAX_RESERVATION: u64 = 1 << 16;
+pub const MAX_RESERVATION: u64 = 1 << 16;
 
 /// A store operation failed: which operation on which file, with the OS error as source.
 #[derive(Debug)]
@@ -54,7 +55,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    fn os(op: &'static str, path: impl fmt::Display, errno: Errno) -> StoreError {
+    pub(super) fn os(op: &'static str, path: impl fmt::Display, errno: Errno) -> StoreError {
         StoreError::Os {
             op,
             path: path.to_string(),
@@ -96,7 +97,7 @@ fn io_errno(e: &std::io::Error) -> Errno {
     Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-fn go_errno(e: Errno) -> String {
+pub(super) fn go_errno(e: Errno) -> String {
     crate::cni::error::go_errno_text(&std::io::Error::from_raw_os_error(e as i32))
 }
 
@@ -118,6 +119,14 @@ pub fn reservation_ip(name: &str) -> Option<IpAddr> {
 fn read_last_reserved(dir: &OwnedFd, set: usize) -> Option<IpAddr> {
     let bytes = read_small(dir, &format!("{LAST_RESERVED_PREFIX}{set}"), 256).ok()?;
     parse_ip(std::str::from_utf8(&bytes).ok()?)
+}
+
+/// Whether `path` still names the directory `dir` (not exchanged while we waited).
+fn still_named(dir: &OwnedFd, path: &Path) -> bool {
+    match (nix::sys::stat::fstat(dir), nix::sys::stat::lstat(path)) {
+        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+        _ => false,
+    }
 }
 
 fn open_network_dir(path: &Path) -> Result<OwnedFd, StoreError> {
@@ -145,6 +154,11 @@ impl Peek {
 
     pub fn last_reserved(&self, set: usize) -> Option<IpAddr> {
         read_last_reserved(&self.dir, set)
+    }
+
+    /// Whether a call in `boot` finds nothing of an earlier boot to release here.
+    pub fn settled(&self, boot: &Boot) -> bool {
+        Record::settles(Record::read(&self.dir).as_ref(), boot)
     }
 
     /// Anything by that name (even a planted symlink) makes the address unavailable.
@@ -176,27 +190,40 @@ pub struct Store {
 }
 
 impl Store {
-    /// Create the network directory if needed, open it, take the lock, and make sure the
-    /// owner index describes the directory (rebuilding it when anyone else changed it).
+    /// [`Store::open_in_boot`] without a boot: nothing of an earlier boot is released.
     pub fn open(data_dir: &Path, network: &str) -> Result<Store, StoreError> {
+        Store::open_in_boot(data_dir, network, &Boot::unknown())
+    }
+
+    /// Create the network directory if needed, open it, take the lock, release what an
+    /// earlier boot reserved (see [`super::reboot`]), and make sure the owner index
+    /// describes the directory (rebuilding it when anyone else changed it).
+    pub fn open_in_boot(data_dir: &Path, network: &str, boot: &Boot) -> Result<Store, StoreError> {
         check_network_name(network)?;
         let path = data_dir.join(network);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(&path)
-            .map_err(|e| StoreError::os("mkdir", path.display(), io_errno(&e)))?;
-        let dir = open_network_dir(&path)?;
-        // go-filemutex: O_CREAT|O_RDONLY, 0750
-        let lock = openat(
-            &dir,
-            LOCK_FILE,
-            OFlag::O_CREAT | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(0o750),
-        )
-        .map_err(|e| StoreError::os("open", format!("{}/{LOCK_FILE}", path.display()), e))?;
-        let lock = crate::util::flock::wait(lock, FlockArg::LockExclusive)
-            .map_err(|e| StoreError::os("lock", format!("{}/{LOCK_FILE}", path.display()), e))?;
+        let (dir, lock) = loop {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&path)
+                .map_err(|e| StoreError::os("mkdir", path.display(), io_errno(&e)))?;
+            let dir = open_network_dir(&path)?;
+            // go-filemutex: O_CREAT|O_RDONLY, 0750
+            let lock = openat(
+                &dir,
+                LOCK_FILE,
+                OFlag::O_CREAT | OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o750),
+            )
+            .map_err(|e| StoreError::os("open", format!("{}/{LOCK_FILE}", path.display()), e))?;
+            let lock = crate::util::flock::wait(lock, FlockArg::LockExclusive)
+                .map_err(|e| StoreError::os("lock", format!("{}/{LOCK_FILE}", path.display()), e))?;
+            // a release after a reboot exchanges the directory (keeping the lock file): a
+            // caller that waited on the lock works in the directory the path names now
+            if still_named(&dir, &path) {
+                break (dir, lock);
+            }
+        };
         let index = Index::open(&dir)?;
         let mut store = Store {
             path,
@@ -207,10 +234,60 @@ impl Store {
             tmp_owner: None,
             cached: None,
         };
+        store.settle_boot(data_dir, network, boot)?;
         if !store.index.is_current(&store.dir)? {
             store.rebuild()?;
         }
         Ok(store)
+    }
+
+    /// The first call in a boot: release what an earlier boot reserved, or adopt it when
+    /// that is turned off or cannot be known; then record this boot.
+    fn settle_boot(&mut self, data_dir: &Path, network: &str, boot: &Boot) -> Result<(), StoreError> {
+        let recorded = Record::read(&self.dir);
+        if Record::settles(recorded.as_ref(), boot) {
+            return Ok(());
+        }
+        let Some(id) = boot.id.as_deref() else { return Ok(()) };
+        let earlier = recorded.as_ref().is_some_and(|r| r.boot != id);
+        let parent = reboot::open_data_dir(data_dir).map_err(|e| StoreError::os("open", data_dir.display(), e))?;
+        if earlier && boot.release {
+            let stale = reboot::stale_names(&self.dir, &self.index)?;
+            if !stale.is_empty() {
+                match reboot::exchange(&parent, network, &self.dir, &stale, id) {
+                    Ok(new) => {
+                        self.index = Index::open(&new)?;
+                        self.dir = new;
+                        self.cached = None;
+                        self.dirty = false;
+                    }
+                    Err(why) => eprintln!(
+                        "cnibox host-local: {}: keeping {} reservations of an earlier boot: {why}",
+                        self.path.display(),
+                        stale.len()
+                    ),
+                }
+            }
+        }
+        // the old directory of an exchange (this one's, or a killed call's): the record
+        // stays pending while one is there
+        let removal = reboot::remove_old_dirs(&parent, network, boot.detach).unwrap_or_else(|e| {
+            eprintln!(
+                "cnibox host-local: remove the old directories of {} in {}: {}",
+                network,
+                data_dir.display(),
+                go_errno(e)
+            );
+            reboot::Removal::Running
+        });
+        let now = Record {
+            boot: id.to_string(),
+            pending: removal == reboot::Removal::Running,
+        };
+        if recorded.as_ref() != Some(&now) {
+            now.write(&self.index)?;
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

@@ -1,6 +1,7 @@
 //! Attribute bytes for netfilter messages. netfilter attributes carry numbers in network
 //! byte order and expect `NLA_F_NESTED` on nests, which is easier to write by hand than
 //! through neli's generic builders.
+use crate::netlink::bytes::{c_string, host16, net16, net32, net64, read_net32, read_net64};
 use crate::netlink::wire::NLA_F_NESTED;
 
 /// A growing list of netlink attributes (4-byte aligned TLVs).
@@ -15,8 +16,8 @@ impl Attrs {
     /// An attribute with raw payload bytes.
     pub fn bytes(&mut self, ty: u16, payload: &[u8]) -> &mut Attrs {
         let len = 4 + payload.len();
-        self.0.extend_from_slice(&(len as u16).to_ne_bytes());
-        self.0.extend_from_slice(&ty.to_ne_bytes());
+        self.0.extend_from_slice(&host16(len as u16));
+        self.0.extend_from_slice(&host16(ty));
         self.0.extend_from_slice(payload);
         self.0.resize((self.0.len() + 3) & !3, 0);
         self
@@ -24,25 +25,22 @@ impl Attrs {
 
     /// A NUL-terminated string.
     pub fn string(&mut self, ty: u16, s: &str) -> &mut Attrs {
-        let mut v = Vec::with_capacity(s.len() + 1);
-        v.extend_from_slice(s.as_bytes());
-        v.push(0);
-        self.bytes(ty, &v)
+        self.bytes(ty, &c_string(s))
     }
 
     /// A 32-bit number in network byte order.
     pub fn be32(&mut self, ty: u16, v: u32) -> &mut Attrs {
-        self.bytes(ty, &v.to_be_bytes())
+        self.bytes(ty, &net32(v))
     }
 
     /// A 16-bit number in network byte order.
     pub fn be16(&mut self, ty: u16, v: u16) -> &mut Attrs {
-        self.bytes(ty, &v.to_be_bytes())
+        self.bytes(ty, &net16(v))
     }
 
     /// A 64-bit number in network byte order.
     pub fn be64(&mut self, ty: u16, v: u64) -> &mut Attrs {
-        self.bytes(ty, &v.to_be_bytes())
+        self.bytes(ty, &net64(v))
     }
 
     pub fn u8(&mut self, ty: u16, v: u8) -> &mut Attrs {
@@ -71,12 +69,12 @@ impl Attrs {
 
 /// A big-endian u32 attribute payload.
 pub(crate) fn be32(p: &[u8]) -> Option<u32> {
-    Some(u32::from_be_bytes(p.get(..4)?.try_into().ok()?))
+    read_net32(p)
 }
 
 /// A big-endian u64 attribute payload.
 pub(crate) fn be64(p: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(p.get(..8)?.try_into().ok()?))
+    read_net64(p)
 }
 
 #[cfg(test)]

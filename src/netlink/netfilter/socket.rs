@@ -1,5 +1,6 @@
 //! The `NETLINK_NETFILTER` socket of one network namespace: single requests (GET, dump,
 //! ctnetlink changes) and nfnetlink batches (all messages applied atomically, or none).
+use crate::netlink::bytes::{host16, host32, net16, read_host16, read_host32, read_host_i32};
 use std::cell::{Cell, RefCell};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
@@ -286,14 +287,14 @@ impl NfSocket {
                 })?;
             let mut rest = &buf[..n];
             while rest.len() >= NLMSG_HDRLEN {
-                let len = u32::from_ne_bytes(rest[0..4].try_into().unwrap()) as usize;
+                let len = read_host32(rest).unwrap_or(0) as usize;
                 if len < NLMSG_HDRLEN || len > rest.len() {
                     return Err(TransportError::Protocol(format!("netlink message of length {len}")));
                 }
                 let raw = Raw {
-                    kind: u16::from_ne_bytes([rest[4], rest[5]]),
-                    flags: u16::from_ne_bytes([rest[6], rest[7]]),
-                    seq: u32::from_ne_bytes(rest[8..12].try_into().unwrap()),
+                    kind: read_host16(&rest[4..]).unwrap_or(0),
+                    flags: read_host16(&rest[6..]).unwrap_or(0),
+                    seq: read_host32(&rest[8..]).unwrap_or(0),
                     body: &rest[NLMSG_HDRLEN..len],
                 };
                 if let Step::Done = each(raw) {
@@ -321,7 +322,7 @@ struct Raw<'a> {
 impl Raw<'_> {
     /// For NLMSG_ERROR: None for an ACK, else the errno and the extended-ack text.
     fn error(&self) -> Option<TransportError> {
-        let code = i32::from_ne_bytes(self.body.get(..4)?.try_into().ok()?);
+        let code = read_host_i32(self.body)?;
         if code == 0 {
             return None;
         }
@@ -333,7 +334,8 @@ impl Raw<'_> {
             } else {
                 self.body
                     .get(4..8)
-                    .map(|l| u32::from_ne_bytes(l.try_into().unwrap()) as usize)
+                    .and_then(read_host32)
+                    .map(|l| l as usize)
                     .unwrap_or(NLMSG_HDRLEN)
             };
             let tlvs = self.body.get(4 + ((echoed + 3) & !3)..).unwrap_or(&[]);
@@ -357,14 +359,14 @@ impl Raw<'_> {
 /// netlink header + nfgenmsg + attributes.
 fn put_message(out: &mut Vec<u8>, kind: u16, flags: u16, seq: u32, family: u8, res_id: u16, attrs: &[u8]) {
     let len = NLMSG_HDRLEN + NFGENMSG_LEN + attrs.len();
-    out.extend_from_slice(&(len as u32).to_ne_bytes());
-    out.extend_from_slice(&kind.to_ne_bytes());
-    out.extend_from_slice(&flags.to_ne_bytes());
-    out.extend_from_slice(&seq.to_ne_bytes());
-    out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel fills it in
+    out.extend_from_slice(&host32(len as u32));
+    out.extend_from_slice(&host16(kind));
+    out.extend_from_slice(&host16(flags));
+    out.extend_from_slice(&host32(seq));
+    out.extend_from_slice(&host32(0)); // port id: the kernel fills it in
     out.push(family);
     out.push(NFNETLINK_V0);
-    out.extend_from_slice(&res_id.to_be_bytes());
+    out.extend_from_slice(&net16(res_id));
     out.extend_from_slice(attrs);
     out.resize((out.len() + 3) & !3, 0);
 }

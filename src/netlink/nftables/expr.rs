@@ -2,6 +2,7 @@
 //! them, so rules made here list (`nft list`, `nft -j list`) exactly like rules nft made.
 //!
 //! Only the shapes (see the module docs) use these: plugins never build expressions.
+use crate::netlink::bytes::{self, CStruct};
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -380,7 +381,7 @@ pub fn mark(op: CmpOp, mark: u32) -> Vec<Expr> {
             key: MetaKey::Mark,
             dreg: REG_1,
         },
-        cmp(op, mark.to_ne_bytes().to_vec()),
+        cmp(op, bytes::host32(mark).to_vec()),
     ]
 }
 
@@ -389,7 +390,7 @@ pub fn set_mark(mark: u32) -> Vec<Expr> {
     vec![
         Expr::Immediate {
             dreg: REG_1,
-            data: mark.to_ne_bytes().to_vec(),
+            data: bytes::host32(mark).to_vec(),
         },
         Expr::MetaSet {
             key: MetaKey::Mark,
@@ -443,7 +444,7 @@ pub fn addr(family: Family, field: AddrField, op: CmpOp, net: IpNetwork) -> Vec<
 pub fn th_dport(port: u16) -> Vec<Expr> {
     vec![
         payload(PayloadBase::Transport, 2, 2),
-        cmp(CmpOp::Eq, port.to_be_bytes().to_vec()),
+        cmp(CmpOp::Eq, bytes::net16(port).to_vec()),
     ]
 }
 
@@ -459,7 +460,7 @@ pub fn ct_state(states: u32) -> Vec<Expr> {
         Expr::Bitwise {
             sreg: REG_1,
             dreg: REG_1,
-            mask: states.to_ne_bytes().to_vec(),
+            mask: bytes::host32(states).to_vec(),
             xor: vec![0; 4],
         },
         cmp(CmpOp::Neq, vec![0; 4]),
@@ -477,7 +478,7 @@ pub fn fib_daddr_local() -> Vec<Expr> {
             result: NFT_FIB_RESULT_ADDRTYPE,
             dreg: REG_1,
         },
-        cmp(CmpOp::Eq, RTN_LOCAL.to_ne_bytes().to_vec()),
+        cmp(CmpOp::Eq, bytes::host32(RTN_LOCAL).to_vec()),
     ]
 }
 
@@ -491,7 +492,7 @@ pub fn nat(kind: NatKind, to: IpAddr, port: Option<u16>) -> Vec<Expr> {
     if let Some(p) = port {
         out.push(Expr::Immediate {
             dreg: REG_2,
-            data: p.to_be_bytes().to_vec(),
+            data: bytes::net16(p).to_vec(),
         });
     }
     out.push(Expr::Nat {
@@ -613,9 +614,10 @@ const XT_CONNTRACK_STATE: u16 = 1;
 /// ```
 /// (`nft list` shows it translated, as `ct state related,established`.)
 pub fn xt_conntrack_state(states: u16) -> Expr {
-    let mut info = vec![0; CONNTRACK_INFO_LEN];
-    info[CONNTRACK_MATCH_FLAGS..CONNTRACK_MATCH_FLAGS + 2].copy_from_slice(&XT_CONNTRACK_STATE.to_ne_bytes());
-    info[CONNTRACK_STATE_MASK..CONNTRACK_STATE_MASK + 2].copy_from_slice(&states.to_ne_bytes());
+    let info = CStruct::zeroed(CONNTRACK_INFO_LEN)
+        .u16(CONNTRACK_MATCH_FLAGS, XT_CONNTRACK_STATE)
+        .u16(CONNTRACK_STATE_MASK, states)
+        .into_bytes();
     Expr::Match {
         name: "conntrack".into(),
         rev: 3,
@@ -628,7 +630,7 @@ pub fn xt_conntrack_state(states: u16) -> Expr {
 pub fn read_xt_conntrack_state(e: &Expr) -> Option<u16> {
     match e {
         Expr::Match { name, rev: 3, info } if name == "conntrack" && info.len() == CONNTRACK_INFO_LEN => {
-            let states = u16::from_ne_bytes([info[CONNTRACK_STATE_MASK], info[CONNTRACK_STATE_MASK + 1]]);
+            let states = bytes::read_host16(&info[CONNTRACK_STATE_MASK..])?;
             (xt_conntrack_state(states) == *e).then_some(states)
         }
         _ => None,

@@ -149,8 +149,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         // Masquerade as soon as the addresses are known.
         if let Some(backend) = masq_backend {
             let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
-            rollback.push("tear down masquerade rules", || {
-                ipmasq::teardown(ipam_delegation::masq_attachment(req)).map_err(|e| e.to_string())
+            let undo = addrs.clone();
+            rollback.push("tear down masquerade rules", move || {
+                ipmasq::undo_setup(ipam_delegation::masq_attachment(req), &undo).map_err(|e| e.to_string())
             });
             ipmasq::setup(backend, ipam_delegation::masq_attachment(req), &addrs)?;
         }
@@ -240,11 +241,12 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
     if conf.macspoofchk {
         teardown.step(spoofcheck::teardown(spoof_attachment(req)));
     }
+    let prev = container_link::prev_result(req, "bridge");
     if conf.is_layer3() && conf.ip_masq {
-        teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req)));
+        let this = ipam_delegation::masq_interface(req, prev.as_ref());
+        teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req), &this));
     }
     ipam_delegation::del_with_interface(&mut teardown, conf.ipam_type.as_deref(), req, |t| {
-        let prev = container_link::prev_result(req, "bridge");
         let removed = container_link::delete(req, prev.as_ref(), "veth");
         if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
             // The namespace may be gone while the kernel has not yet destroyed its veths

@@ -141,6 +141,7 @@ impl Plugin for Firewall {
             Some(Backend::Iptables) => {
                 let mut doomed = prev.as_ref().map(addresses).unwrap_or_default();
                 let dir = &conf.data_dir;
+                let held = save_restore::lock()?;
                 if let Some(r) = records::read(dir, &req.name, &req.container_id, &req.ifname) {
                     for a in r.addresses {
                         if !doomed.contains(&a) {
@@ -148,8 +149,8 @@ impl Plugin for Firewall {
                         }
                     }
                 }
-                iptables_del(&doomed)?;
-                records::remove(dir, &req.name, &req.container_id, &req.ifname)
+                iptables_del(&held, &doomed)?;
+                records::remove(&held, dir, &req.name, &req.container_id, &req.ifname)
                     .map_err(|e| Error::internal(format!("remove the record in {}: {e}", dir.display())))?;
             }
             Some(Backend::Nftables) => nftables::del(attachment(req))?,
@@ -256,9 +257,12 @@ fn bridge_of(prev: &CniResult, policy: IngressPolicy) -> Result<Option<String>, 
 /// The iptables ADD with its record. Recorded first, with the addresses an earlier ADD of
 /// the attachment recorded (its rules stay): a DEL after a crash mid-ADD still finds every
 /// address. A failed ADD whose rules were all undone puts back what was recorded before; one
-/// whose undo failed keeps the record, so DEL and GC can still find the rules.
+/// whose undo failed keeps the record, so DEL and GC can still find the rules. Records and
+/// rules change under the xtables lock: a DEL removing a network's last record (and its
+/// directory) never runs between this ADD making the directory and writing the record.
 fn iptables_add_recorded(req: &Request, w: &Wanted) -> Result<(), Error> {
     let dir = &w.conf.data_dir;
+    let held = save_restore::lock()?;
     let earlier = records::read(dir, &req.name, &req.container_id, &req.ifname);
     let mut addresses = earlier.as_ref().map(|r| r.addresses.clone()).unwrap_or_default();
     for a in &w.addresses {
@@ -271,15 +275,15 @@ fn iptables_add_recorded(req: &Request, w: &Wanted) -> Result<(), Error> {
         ifname: req.ifname.clone(),
         addresses,
     };
-    records::write(dir, &req.name, &record)
+    records::write(&held, dir, &req.name, &record)
         .map_err(|e| Error::internal(format!("record the addresses in {}: {e}", dir.display())))?;
-    let Err(failed) = iptables_add(&w.iptables()) else {
+    let Err(failed) = iptables_add(&held, &w.iptables()) else {
         return Ok(());
     };
     if failed.undone {
         let put_back = match &earlier {
-            Some(r) => records::write(dir, &req.name, r),
-            None => records::remove(dir, &req.name, &req.container_id, &req.ifname),
+            Some(r) => records::write(&held, dir, &req.name, r),
+            None => records::remove(&held, dir, &req.name, &req.container_id, &req.ifname),
         };
         if let Err(e) = put_back {
             eprintln!("cnibox firewall: restoring the record in {}: {e}", dir.display());
@@ -308,13 +312,12 @@ impl<E: Into<Error>> From<E> for AddFailed {
 
 /// One change per family (an nf_tables transaction on an iptables-nft host, an
 /// iptables-restore on an iptables-legacy one: each all or nothing); a family that fails
-/// undoes the families already changed.
-fn iptables_add(setup: &iptables::Setup) -> Result<(), AddFailed> {
+/// undoes the families already changed. Under the xtables lock (`_held`).
+fn iptables_add(_held: &save_restore::Lock, setup: &iptables::Setup) -> Result<(), AddFailed> {
     let families = families(setup.addresses);
     if families.is_empty() {
         return Ok(());
     }
-    let _lock = save_restore::lock()?;
     let mut applied: Vec<(Family, Script)> = vec![];
     for family in families {
         let addresses = of_family(setup.addresses, family);
@@ -348,12 +351,12 @@ fn iptables_add(setup: &iptables::Setup) -> Result<(), AddFailed> {
     Ok(())
 }
 
-fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
+/// Under the xtables lock (`_held`).
+fn iptables_del(_held: &save_restore::Lock, addresses: &[IpAddr]) -> Result<(), Error> {
     let families = families(addresses);
     if families.is_empty() {
         return Ok(());
     }
-    let _lock = save_restore::lock()?;
     let mut first = None;
     for family in families {
         let doomed = of_family(addresses, family);
@@ -373,6 +376,7 @@ fn iptables_del(addresses: &[IpAddr]) -> Result<(), Error> {
 /// The recorded attachments of `network` that are not valid lose their rules (except for
 /// addresses a valid attachment holds too) and their records.
 fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result<(), Error> {
+    let lock = save_restore::lock()?;
     let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
         .into_iter()
         .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));
@@ -384,9 +388,9 @@ fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    iptables_del(&doomed)?;
+    iptables_del(&lock, &doomed)?;
     for r in gone {
-        records::remove(&conf.data_dir, network, &r.container_id, &r.ifname)
+        records::remove(&lock, &conf.data_dir, network, &r.container_id, &r.ifname)
             .map_err(|e| Error::internal(format!("remove the record in {}: {e}", conf.data_dir.display())))?;
     }
     Ok(())

@@ -245,8 +245,18 @@ fn mappings(obj: &Fields) -> Result<Vec<PortMapping>, Error> {
     };
     let path = |k: &str| format!("PortMapEntry.runtimeConfig.portMappings.{k}");
     let mut out = vec![];
-    for entry in json::opt_array(&rc, "portMappings", "PortMapConf.runtimeConfig.portMappings").map_err(decode)? {
-        let e = json::as_object(entry, "PortMapConf.runtimeConfig.portMappings").map_err(decode)?;
+    // Go names the innermost struct and the whole path: the anonymous runtimeConfig struct
+    // has no name
+    let list = json::opt_list(
+        &rc,
+        "portMappings",
+        ".runtimeConfig.portMappings",
+        "[]main.PortMapEntry",
+    )
+    .map_err(decode)?
+    .unwrap_or_default();
+    for entry in list {
+        let e = json::as_struct(entry, ".runtimeConfig.portMappings", "main.PortMapEntry").map_err(decode)?;
         let host_port = json::opt_int(&e, "hostPort", &path("hostPort"))
             .map_err(decode)?
             .unwrap_or(0);

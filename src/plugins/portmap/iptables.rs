@@ -10,6 +10,12 @@
 //! CNI-DN-<hash>:          per mapping: hairpin mark, localhost mark (IPv4), DNAT
 //! ```
 //!
+//! The reference names the CNI-DN chain after network and container, so a container's
+//! second interface on the same network would overwrite the first one's forwards. cnibox
+//! keeps that chain for the first interface and gives each further one a chain of its own,
+//! `CNI-DN-<hash(network/ID/ifname)>`, whose entry rules' comment ends in
+//! ` ifname: "IFNAME"` (see [`shared_chain`]).
+//!
 //! Unlike the reference, which runs iptables once per check and once per change (a dozen
 //! processes per family), each change is one `iptables-save -t nat` and one
 //! `iptables-restore --noflush` per family ([`save_restore`](crate::firewall_rules::iptables::save_restore)), under
@@ -21,6 +27,7 @@ use crate::cni::netaddr::network_of;
 use crate::cni::Error;
 use crate::firewall_rules::iptables::save_restore::{self, quote, split_rule, Family, Script, Table};
 use crate::firewall_rules::iptables::variants::{chain_locations, over_netlink};
+use crate::firewall_rules::shared_chain::{self, Interface};
 use crate::firewall_rules::tools::find_tool;
 use crate::netlink::nftables::shapes::xtables::{self as xt, NatRule, NatTarget};
 use crate::netlink::nftables::Nftables;
@@ -40,25 +47,83 @@ const MULTIPORT_MAX: usize = 15;
 /// iptables' comment limit.
 const COMMENT_MAX: usize = 255;
 
-/// `CNI-<prefix><sha512(network + container ID)>`, 28 characters (utils.MustFormatChainNameWithPrefix).
-pub fn chain_name(prefix: &str, att: Attachment) -> String {
-    let mut s = format!(
-        "CNI-{prefix}{}",
-        sha512::hex(&sha512::digest(
-            format!("{}{}", att.network, att.container_id).as_bytes()
-        ))
-    );
+/// `CNI-<prefix><sha512(key)>`, 28 characters (utils.MustFormatHashWithPrefix).
+fn hashed_chain(prefix: &str, key: &str) -> String {
+    let mut s = format!("CNI-{prefix}{}", sha512::hex(&sha512::digest(key.as_bytes())));
     s.truncate(28);
     s
+}
+
+/// `CNI-<prefix><sha512(network + container ID)>` (utils.MustFormatChainNameWithPrefix):
+/// the reference's chain of an attachment, the container's first interface's in cnibox.
+pub fn chain_name(prefix: &str, att: Attachment) -> String {
+    hashed_chain(prefix, &format!("{}{}", att.network, att.container_id))
+}
+
+/// The CNI-DN chain of a further interface of the container on the network.
+pub fn interface_chain(att: Attachment) -> String {
+    hashed_chain(
+        "DN-",
+        &shared_chain::interface_key(att.network, att.container_id, att.ifname),
+    )
 }
 
 fn dnat_chain(att: Attachment) -> String {
     chain_name("DN-", att)
 }
 
-/// The comment of the entry rules: the only place the layout names the network.
-fn comment(att: Attachment) -> String {
-    let c = format!(r#"dnat name: "{}" id: "{}""#, att.network, att.container_id);
+/// The chain that holds an attachment's forwards, and the comment of the entry rules
+/// jumping to it (the only place the layout names network and container).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Placement {
+    chain: String,
+    comment: String,
+}
+
+impl Placement {
+    /// The reference's chain, named after network and container.
+    fn shared(att: Attachment) -> Placement {
+        Placement {
+            chain: dnat_chain(att),
+            comment: trimmed(format!(r#"dnat name: "{}" id: "{}""#, att.network, att.container_id)),
+        }
+    }
+
+    /// A further interface's own chain; its comment names the interface too, for GC.
+    fn own(att: Attachment) -> Placement {
+        Placement {
+            chain: interface_chain(att),
+            comment: trimmed(format!(
+                r#"dnat name: "{}" id: "{}" ifname: "{}""#,
+                att.network, att.container_id, att.ifname
+            )),
+        }
+    }
+
+    /// Where the attachment's forwards are in `t`: its own chain when it has one or when
+    /// the shared chain is provably another interface's, else the shared chain.
+    fn find(t: &Table, att: Attachment, iface: &Interface) -> Placement {
+        let (own, shared) = (Placement::own(att), Placement::shared(att));
+        match iface.uses_own_chain(t, &own.chain, &shared.chain, targets) {
+            true => own,
+            false => shared,
+        }
+    }
+}
+
+/// The container addresses the DNAT rules of `chain` forward to.
+fn targets(t: &Table, chain: &str) -> Vec<IpAddr> {
+    t.rules_of(chain)
+        .filter_map(|r| arg(r, "--to-destination"))
+        .filter_map(|to| {
+            let (ip, _port) = to.rsplit_once(':')?;
+            ip.trim_start_matches('[').trim_end_matches(']').parse().ok()
+        })
+        .collect()
+}
+
+/// iptables' comment limit, as the reference trims (trimComment).
+fn trimmed(c: String) -> String {
     if c.len() <= COMMENT_MAX {
         return c;
     }
@@ -128,12 +193,11 @@ fn dnat_rules(conf: &Conf, container: IpNetwork) -> Vec<String> {
 
 /// The entry rules in CNI-HOSTPORT-DNAT: per protocol (sorted), the host ports of every
 /// mapping (of both families, as the reference lists them) in groups of 15.
-fn entry_rules(conf: &Conf, att: Attachment, family: Family) -> Vec<String> {
+fn entry_rules(conf: &Conf, place: &Placement, family: Family) -> Vec<String> {
     let mut protos: Vec<Protocol> = conf.mappings.iter().map(|m| m.protocol).collect();
     protos.sort_by_key(|p| p.name());
     protos.dedup();
-    let comment = comment(att);
-    let chain = dnat_chain(att);
+    let Placement { chain, comment } = place;
     let conditions: String = conf
         .conditions(family == Family::V6)
         .iter()
@@ -151,7 +215,7 @@ fn entry_rules(conf: &Conf, att: Attachment, family: Family) -> Vec<String> {
             rules.push(format!(
                 "-p {} -m comment --comment {} -m multiport --dports {}{conditions} -j {chain}",
                 proto.name(),
-                quote(&comment),
+                quote(comment),
                 group.join(",")
             ));
         }
@@ -215,9 +279,9 @@ fn claims_of(rules: &[NatRule]) -> Vec<Claim> {
             protocol,
             host_port,
             dest: r.destination,
-            container_id: owner.as_ref().map(|(_, id)| id.clone()),
+            container_id: owner.as_ref().map(|o| o.container_id.clone()),
             owner: match owner {
-                Some((net, id)) => format!("container {id} of network {net}"),
+                Some(o) => format!("container {} of network {}", o.container_id, o.network),
                 None => format!("iptables chain {}", r.chain),
             },
         });
@@ -225,11 +289,29 @@ fn claims_of(rules: &[NatRule]) -> Vec<Claim> {
     out
 }
 
-/// (network, container ID) of an entry rule's comment.
-fn parse_comment(c: &str) -> Option<(String, String)> {
+/// Whose chain an entry rule's comment says it jumps to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owner {
+    network: String,
+    container_id: String,
+    /// Only a further interface's own chain names it.
+    ifname: Option<String>,
+}
+
+fn parse_comment(c: &str) -> Option<Owner> {
     let rest = c.strip_prefix("dnat name: \"")?;
-    let (name, rest) = rest.split_once("\" id: \"")?;
-    Some((name.to_string(), rest.strip_suffix('"')?.to_string()))
+    let (network, rest) = rest.split_once("\" id: \"")?;
+    let rest = rest.strip_suffix('"')?;
+    // container IDs hold no quote: the first one ends the ID
+    let (container_id, ifname) = match rest.split_once("\" ifname: \"") {
+        Some((id, ifname)) => (id, Some(ifname.to_string())),
+        None => (rest, None),
+    };
+    Some(Owner {
+        network: network.to_string(),
+        container_id: container_id.to_string(),
+        ifname,
+    })
 }
 
 fn which(family: Family) -> &'static str {
@@ -341,18 +423,19 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
         }
     }
     // The attachment's chain and entry rules are rewritten: what an earlier ADD left goes.
-    let chain = dnat_chain(att);
-    for r in jumps(&t, TOP_DNAT, &chain) {
+    let place = Placement::find(&t, att, &Interface::with_addresses(vec![container.ip()]));
+    let chain = &place.chain;
+    for r in jumps(&t, TOP_DNAT, chain) {
         s.delete(TOP_DNAT, r);
     }
-    match t.has_chain(&chain) {
-        true => t.rules_of(&chain).for_each(|r| s.delete(&chain, r)),
-        false => s.new_chain(&chain),
+    match t.has_chain(chain) {
+        true => t.rules_of(chain).for_each(|r| s.delete(chain, r)),
+        false => s.new_chain(chain),
     }
     for r in dnat_rules(conf, container) {
-        s.append(&chain, &words(&r));
+        s.append(chain, &words(&r));
     }
-    for r in entry_rules(conf, att, family) {
+    for r in entry_rules(conf, &place, family) {
         s.append(TOP_DNAT, &words(&r));
     }
     save_restore::restore(family, &s).map_err(|e| Error::internal(format!("unable to setup DNAT: {e}")))
@@ -362,30 +445,30 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(),
 pub fn check(conf: &Conf, att: Attachment, container: IpNetwork) -> Result<(), Error> {
     let family = Family::of(container.ip());
     let t = save_required(family)?;
-    let chain = dnat_chain(att);
+    let place = Placement::find(&t, att, &Interface::with_addresses(vec![container.ip()]));
+    let chain = &place.chain;
     let fail = |what: String| {
         Err(Error::internal(format!(
             "could not check {} dnat: {what}",
             which(family)
         )))
     };
-    if !t.has_chain(&chain) {
+    if !t.has_chain(chain) {
         return fail(format!("chain {chain} not found in iptables table nat"));
     }
     for r in dnat_rules(conf, container) {
-        if !t.has_rule(&chain, &words(&r)) {
+        if !t.has_rule(chain, &words(&r)) {
             return fail(format!("rule {r} in chain {chain} not found in table nat"));
         }
     }
-    // Conditions are the user's words, which iptables-save may spell differently: the
-    // entry rules are compared up to the ports, and by their ports.
-    for r in entry_rules(conf, att, family) {
+    // Conditions are the user's words, which iptables-save may spell and place differently
+    // (an address condition goes before `-p`): an entry rule is found by its protocol,
+    // comment and ports.
+    for r in entry_rules(conf, &place, family) {
         let w = words(&r);
-        let ports = arg(&w, "--dports");
-        // protocol and comment, up to `-m multiport`
-        let head = &w[..w.iter().position(|x| x == "multiport").map_or(0, |i| i - 1)];
-        let found =
-            jumps(&t, TOP_DNAT, &chain).any(|x| x == &w[..] || (x.starts_with(head) && arg(x, "--dports") == ports));
+        let same = |x: &[String], flag: &str| arg(x, flag) == arg(&w, flag);
+        let found = jumps(&t, TOP_DNAT, chain)
+            .any(|x| x == &w[..] || ["-p", "--comment", "--dports"].iter().all(|f| same(x, f)));
         if !found {
             return fail(format!("rule {r} in chain {TOP_DNAT} not found in table nat"));
         }
@@ -420,13 +503,14 @@ fn change_existing(
     Ok(())
 }
 
-/// Remove the attachment's chains and entry rules from both families. Missing tools,
-/// tables and chains are not errors (DEL is idempotent).
-pub fn teardown(att: Attachment) -> Result<(), Error> {
+/// Remove the attachment's chains and entry rules from both families: its own chain, or
+/// the shared one unless that is provably another interface's. Missing tools, tables and
+/// chains are not errors (DEL is idempotent).
+pub fn teardown(att: Attachment, iface: &Interface) -> Result<(), Error> {
     change_existing(
-        &[&dnat_chain(att), &chain_name("SN-", att)],
+        &[&dnat_chain(att), &interface_chain(att), &chain_name("SN-", att)],
         |t, s| {
-            remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+            remove_chain(t, &Placement::find(t, att, iface).chain, TOP_DNAT, s);
             remove_chain(t, &chain_name("SN-", att), OLD_TOP_SNAT, s);
         },
         |family| format!("could not teardown {} dnat", which(family)),
@@ -443,28 +527,34 @@ pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
     )
 }
 
+/// A shared chain goes when no interface of its container is valid (it does not say which
+/// interface it is), an interface's own chain when that interface is not.
 fn gc_plan(t: &Table, s: &mut Script, network: &str, valid: &[(String, String)]) {
     let mut stale: Vec<String> = t
         .rules_of(TOP_DNAT)
         .filter_map(|r| {
-            let (name, id) = parse_comment(arg(r, "--comment")?)?;
+            let o = parse_comment(arg(r, "--comment")?)?;
             let att = Attachment {
                 network,
-                container_id: &id,
+                container_id: &o.container_id,
+                ifname: o.ifname.as_deref().unwrap_or_default(),
+            };
+            let (chain, alive) = match &o.ifname {
+                None => (dnat_chain(att), valid.iter().any(|(cid, _)| *cid == o.container_id)),
+                Some(i) => (
+                    interface_chain(att),
+                    valid.iter().any(|(cid, ifname)| *cid == o.container_id && ifname == i),
+                ),
             };
             // a trimmed comment does not name the container: such a chain is left
-            let ours = name == network && arg(r, "-j") == Some(dnat_chain(att).as_str());
-            (ours && !valid.iter().any(|(cid, _)| *cid == id)).then_some(id)
+            let ours = o.network == network && arg(r, "-j") == Some(chain.as_str());
+            (ours && !alive).then_some(chain)
         })
         .collect();
     stale.sort();
     stale.dedup();
-    for id in &stale {
-        let att = Attachment {
-            network,
-            container_id: id,
-        };
-        remove_chain(t, &dnat_chain(att), TOP_DNAT, s);
+    for chain in &stale {
+        remove_chain(t, chain, TOP_DNAT, s);
     }
 }
 
@@ -476,6 +566,7 @@ mod tests {
     const ATT: Attachment = Attachment {
         network: "mynet",
         container_id: "ctr1",
+        ifname: "eth0",
     };
 
     fn conf(mappings: Vec<PortMapping>) -> Conf {
@@ -539,7 +630,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            entry_rules(&c, ATT, Family::V4),
+            entry_rules(&c, &Placement::shared(ATT), Family::V4),
             vec![
                 r#"-p tcp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8080,8443 -j CNI-DN-5145007e2a8415ce07579"#,
                 r#"-p udp -m comment --comment "dnat name: \"mynet\" id: \"ctr1\"" -m multiport --dports 8081 -j CNI-DN-5145007e2a8415ce07579"#,
@@ -555,7 +646,7 @@ mod tests {
     #[test]
     fn multiport_groups_of_fifteen() {
         let c = conf((1..=16).map(|p| pm(p, 80, Protocol::Tcp, None)).collect());
-        let e = entry_rules(&c, ATT, Family::V4);
+        let e = entry_rules(&c, &Placement::shared(ATT), Family::V4);
         assert_eq!(e.len(), 2);
         assert!(e[0].contains("--dports 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15 -j"));
         assert!(e[1].contains("--dports 16 -j"));
@@ -582,18 +673,20 @@ mod tests {
     fn conditions_follow_the_ports_and_are_quoted() {
         let mut c = conf(vec![pm(80, 8080, Protocol::Tcp, None)]);
         c.conditions_v4 = vec!["-m".into(), "comment".into(), "--comment".into(), "a b".into()];
-        assert!(entry_rules(&c, ATT, Family::V4)[0]
+        assert!(entry_rules(&c, &Placement::shared(ATT), Family::V4)[0]
             .ends_with(r#"--dports 80 -m comment --comment "a b" -j CNI-DN-5145007e2a8415ce07579"#));
-        assert!(!entry_rules(&c, ATT, Family::V6)[0].contains("a b"));
+        assert!(!entry_rules(&c, &Placement::shared(ATT), Family::V6)[0].contains("a b"));
     }
 
     #[test]
     fn long_comments_are_trimmed_as_the_reference() {
         let long = "x".repeat(300);
-        let c = comment(Attachment {
+        let c = Placement::shared(Attachment {
             network: "n",
             container_id: &long,
-        });
+            ifname: "eth0",
+        })
+        .comment;
         assert_eq!(c.len(), 256);
         assert!(c.ends_with("..."));
     }
@@ -637,7 +730,11 @@ COMMIT
         assert_eq!(lines[5], "-X CNI-DN-5145007e2a8415ce07579");
         assert_eq!(
             parse_comment(r#"dnat name: "mynet" id: "ctr1""#),
-            Some(("mynet".into(), "ctr1".into()))
+            Some(Owner {
+                network: "mynet".into(),
+                container_id: "ctr1".into(),
+                ifname: None
+            })
         );
     }
 
@@ -645,12 +742,51 @@ COMMIT
     fn rules_written_read_back_word_for_word() {
         let c = sample();
         let mut s = Script::new("nat");
-        for r in entry_rules(&c, ATT, Family::V4) {
+        for r in entry_rules(&c, &Placement::shared(ATT), Family::V4) {
             s.append(TOP_DNAT, &words(&r));
         }
         let t = Table::parse(&s.text());
-        for r in entry_rules(&c, ATT, Family::V4) {
+        for r in entry_rules(&c, &Placement::shared(ATT), Family::V4) {
             assert!(t.has_rule(TOP_DNAT, &words(&r)), "{r}");
         }
+    }
+
+    /// The second interface's chain: the reference's naming with the interface in the hash
+    /// input, its comment naming the interface (read back for GC).
+    #[test]
+    fn a_further_interface_has_its_own_chain_and_comment() {
+        let eth1 = Attachment { ifname: "eth1", ..ATT };
+        let own = Placement::own(eth1);
+        assert_eq!(own.chain, interface_chain(eth1));
+        assert_ne!(own.chain, dnat_chain(eth1));
+        assert!(own.chain.starts_with("CNI-DN-") && own.chain.len() == 28);
+        assert_eq!(own.comment, r#"dnat name: "mynet" id: "ctr1" ifname: "eth1""#);
+        assert_eq!(
+            parse_comment(&own.comment),
+            Some(Owner {
+                network: "mynet".into(),
+                container_id: "ctr1".into(),
+                ifname: Some("eth1".into())
+            })
+        );
+    }
+
+    /// Whose the shared chain is follows the addresses its DNAT rules forward to.
+    #[test]
+    fn the_shared_chain_is_the_interface_whose_address_it_forwards_to() {
+        let t = Table::parse(SAVED);
+        assert_eq!(
+            targets(&t, "CNI-DN-5145007e2a8415ce07579"),
+            vec!["10.0.0.2".parse::<IpAddr>().unwrap(); 2]
+        );
+        let at = |ip: &str| Interface::with_addresses(vec![ip.parse().unwrap()]);
+        assert_eq!(Placement::find(&t, ATT, &at("10.0.0.2")), Placement::shared(ATT));
+        let eth1 = Attachment { ifname: "eth1", ..ATT };
+        assert_eq!(Placement::find(&t, eth1, &at("10.0.0.3")), Placement::own(eth1));
+        // no shared chain yet: the first interface takes it
+        let empty = Table::default();
+        assert_eq!(Placement::find(&empty, eth1, &at("10.0.0.3")), Placement::shared(eth1));
+        let v6 = Table::parse("*nat\n:CNI-DN-x - [0:0]\n-A CNI-DN-x -p tcp -m tcp --dport 80 -j DNAT --to-destination [fd00::2]:80\nCOMMIT\n");
+        assert_eq!(targets(&v6, "CNI-DN-x"), vec!["fd00::2".parse::<IpAddr>().unwrap()]);
     }
 }

@@ -22,6 +22,7 @@ use crate::cni::config as cniconf;
 use crate::cni::{CniResult, Error, Plugin, Request};
 use crate::firewall_rules::host_lock;
 use crate::firewall_rules::iptables::save_restore::Family;
+use crate::firewall_rules::shared_chain::Interface;
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::nftables::TableState;
 use crate::netlink::{self, Handle};
@@ -38,11 +39,14 @@ pub struct Portmap;
 const PORTS_LOCK: &str = "portmap.lock";
 
 /// Whose rules: the reference names iptables chains after network and container ID, and
-/// nftables rules after the container ID alone.
+/// nftables rules after the container ID alone; cnibox also tells the interfaces of one
+/// container on one network apart (an own iptables chain for each further interface, the
+/// interface in its nftables rules' tag).
 #[derive(Debug, Clone, Copy)]
 pub struct Attachment<'a> {
     pub network: &'a str,
     pub container_id: &'a str,
+    pub ifname: &'a str,
 }
 
 /// A host port some attachment forwards, as read back from the rules.
@@ -62,7 +66,13 @@ fn attachment(req: &Request) -> Attachment<'_> {
     Attachment {
         network: &req.name,
         container_id: &req.container_id,
+        ifname: &req.ifname,
     }
+}
+
+/// The container addresses ADD forwarded to, as far as prevResult says.
+fn container_addresses(conf: &Conf) -> Vec<IpAddr> {
+    conf.container_ips().map(|c| c.ip()).collect()
 }
 
 fn load(req: &Request) -> Result<(Conf, Option<CniResult>), Error> {
@@ -97,7 +107,8 @@ impl Plugin for Portmap {
             .iter()
             .try_for_each(|(container, table)| forward(&conf, att, *container, table.as_ref()));
         if let Err(e) = done {
-            if let Err(undo) = teardown(att) {
+            let this = Interface::with_addresses(container_addresses(&conf));
+            if let Err(undo) = teardown(att, &this) {
                 eprintln!(
                     "cnibox portmap: ADD failed; removing its rules failed too: {}",
                     undo.msg
@@ -116,10 +127,18 @@ impl Plugin for Portmap {
 
     /// From both backends, whatever the config says; without a netns, a prevResult or
     /// even `portMappings` (a runtime may drop them on DEL): the rules are found by name.
+    /// prevResult's addresses, or else the netns, only tell whether a chain the reference
+    /// names after network and container is this interface's (see
+    /// [`shared_chain`](crate::firewall_rules::shared_chain)).
     fn del(&self, req: &Request) -> Result<(), Error> {
-        // nothing of the config is needed: the rules are found by attachment
-        cniconf::del_config("portmap", || load(req).map(|_| ()), || ());
-        teardown(attachment(req))
+        // the rules are found by attachment; prevResult's addresses only tell whose a shared
+        // chain is (a config ADD refuses leaves them to the netns)
+        let own = cniconf::del_config(
+            "portmap",
+            || load(req).map(|(conf, prev)| prev.map(|_| container_addresses(&conf))),
+            || None,
+        );
+        teardown(attachment(req), &Interface::for_del(own, &req.netns, &req.ifname))
     }
 
     fn check(&self, req: &Request) -> Result<(), Error> {
@@ -247,8 +266,8 @@ fn enable_localnet_routing(container: IpAddr) -> Result<(), Error> {
 }
 
 /// Remove the attachment's rules from both backends.
-fn teardown(att: Attachment) -> Result<(), Error> {
+fn teardown(att: Attachment, this: &Interface) -> Result<(), Error> {
     let nft = nftables::teardown(att);
-    let ipt = iptables::teardown(att);
+    let ipt = iptables::teardown(att, this);
     nft.and(ipt)
 }

@@ -100,7 +100,7 @@ pub fn claims(v6: bool, now: &TableState) -> Vec<Claim> {
             protocol,
             host_port: f.host.port,
             dest: f.host.dest,
-            owner: match (&r.comment, &r.tag) {
+            owner: match (&r.comment, r.tag.as_deref().map(network_of_tag)) {
                 (Some(id), Some(net)) => format!("container {id} of network {net}"),
                 (Some(id), None) => format!("container {id}"),
                 (None, _) => format!("an uncommented rule in {family} {} {}", shape::TABLE, r.chain),
@@ -111,11 +111,26 @@ pub fn claims(v6: bool, now: &TableState) -> Vec<Claim> {
     out
 }
 
+/// cnibox's tag of an attachment's rules: `network/ifname` (network names hold no `/`).
+fn tag(att: &Attachment) -> String {
+    format!("{}/{}", att.network, att.ifname)
+}
+
+/// The network a tag names (older cnibox tagged with the network alone).
+fn network_of_tag(tag: &str) -> &str {
+    tag.split_once('/').map_or(tag, |(network, _)| network)
+}
+
 /// Whether `r` is one of the attachment's rules: commented with its container and tagged
-/// with its network, or untagged (the reference's: they name the container alone). A
-/// container on two networks has rules with the same comment on each.
+/// with its network and interface; or tagged with the network alone (older cnibox) or
+/// untagged (the reference's: they name the container alone), as neither tells the
+/// interfaces apart. A container on two networks has rules with the same comment on each.
 fn is_attachments(r: &RuleInfo, att: &Attachment) -> bool {
-    r.comment.as_deref() == Some(att.container_id) && r.tag.as_deref().map_or(true, |t| t == att.network)
+    r.comment.as_deref() == Some(att.container_id)
+        && r.tag.as_deref().map_or(true, |t| match t.split_once('/') {
+            Some((network, ifname)) => network == att.network && ifname == att.ifname,
+            None => t == att.network,
+        })
 }
 
 /// Set up forwarding to `container` (one family) in one transaction. Rules this
@@ -146,7 +161,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork, read: Option<
     tx.declare(&shape::layout(family, conf.nft_conditions(v6), conf.snat), now);
     for f in forwards(conf, container) {
         if !have_forwards.contains(&f) {
-            shape::forward(&mut tx, family, &f, att.container_id, att.network);
+            shape::forward(&mut tx, family, &f, att.container_id, &tag(&att));
         }
     }
     for source in masquerade_sources(conf, container) {
@@ -154,7 +169,7 @@ pub fn forward(conf: &Conf, att: Attachment, container: IpNetwork, read: Option<
             .iter()
             .any(|r| ours(r) && shape::is_masquerade(family, r, source, container.ip()))
         {
-            shape::masquerade(&mut tx, family, source, container.ip(), att.container_id, att.network);
+            shape::masquerade(&mut tx, family, source, container.ip(), att.container_id, &tag(&att));
         }
     }
     nft.commit(tx)
@@ -221,14 +236,19 @@ pub fn teardown(att: Attachment) -> Result<(), Error> {
     delete_where(|r| is_attachments(r, &att))
 }
 
-/// Remove the rules of `network`'s containers not in `valid`. The reference's rules name
+/// Remove the rules of `network`'s attachments not in `valid`. The reference's rules name
 /// no network (the comment is the container ID alone): only cnibox's, tagged with their
-/// network, are collected; another network's are never touched.
+/// network, are collected; another network's are never touched. A rule whose tag names no
+/// interface (older cnibox) goes when no interface of its container is valid.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
     delete_where(|r| {
-        r.tag.as_deref() == Some(network)
-            && r.comment
-                .as_deref()
-                .is_some_and(|c| !valid.iter().any(|(id, _)| id == c))
+        let (Some(tag), Some(id)) = (r.tag.as_deref(), r.comment.as_deref()) else {
+            return false;
+        };
+        let alive = match tag.split_once('/') {
+            Some((_, ifname)) => valid.iter().any(|(c, i)| c == id && i == ifname),
+            None => valid.iter().any(|(c, _)| c == id),
+        };
+        network_of_tag(tag) == network && !alive
     })
 }

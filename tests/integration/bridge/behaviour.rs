@@ -515,6 +515,61 @@ fn ip_masquerade_with_both_backends() {
     assert_clean(&env, "x", Some(&ctr));
 }
 
+/// Regression: the iptables masquerade chain is named after network and container alone,
+/// so the DEL of a container's second interface on the network removed the first one's
+/// masquerade too (and the other way round).
+#[test]
+fn each_interface_on_one_network_keeps_its_own_masquerade() {
+    for v in ALL_VERSIONS.iter().filter(|v| has_interfaces(v)) {
+        for backend in ["iptables", "nftables"] {
+            let env = TestEnv::new();
+            let ctr = env.container();
+            let c = conf(
+                &env,
+                v,
+                json!({"isGateway": true, "ipMasq": true, "ipMasqBackend": backend, "ipam": ipam(&["10.1.2.0/24"])}),
+            );
+            let call = |verb: &str, ifname: &str, c: &Value| {
+                env.call("bridge")
+                    .verb(verb, "two", ctr.path_str(), ifname)
+                    .config(c)
+                    .run()
+            };
+            let ip_of = |r: &Value| result_addrs(r)[0].split('/').next().unwrap().to_string();
+            let what = format!("{v} {backend}");
+            let eth0 = ip_of(&call("ADD", "eth0", &c).success());
+            let r1 = call("ADD", "eth1", &c).success();
+            let eth1 = ip_of(&r1);
+            let mut both = vec![eth0.clone(), eth1.clone()];
+            both.sort();
+            assert_eq!(masqueraded(&env.host), both, "{what}");
+
+            let mut with_prev = c.clone();
+            if check_allowed(v) {
+                with_prev["prevResult"] = r1.clone();
+            }
+            call("DEL", "eth1", &with_prev).success();
+            assert_eq!(masqueraded(&env.host), vec![eth0.clone()], "{what}: after eth1's DEL");
+            // repeated without prevResult, as after the runtime dropped its cache
+            call("DEL", "eth1", &c).success();
+            assert_eq!(
+                masqueraded(&env.host),
+                vec![eth0.clone()],
+                "{what}: after eth1's second DEL"
+            );
+
+            // the other way round, without prevResult
+            let eth1 = ip_of(&call("ADD", "eth1", &c).success());
+            call("DEL", "eth0", &c).success();
+            assert_eq!(masqueraded(&env.host), vec![eth1.clone()], "{what}: after eth0's DEL");
+            call("DEL", "eth0", &c).success();
+            assert_eq!(masqueraded(&env.host), vec![eth1], "{what}: after eth0's second DEL");
+            call("DEL", "eth1", &c).success();
+            assert_clean(&env, "two", Some(&ctr));
+        }
+    }
+}
+
 #[test]
 fn mac_spoof_check_rules() {
     let env = TestEnv::new();

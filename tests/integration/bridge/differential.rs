@@ -502,6 +502,59 @@ fn difference_del_without_netns_removes_masquerade() {
     }
 }
 
+/// A container's second interface on the network: v1.1.1 adds its masquerade to the first
+/// one's iptables chain (named after network and container), so the DEL of either flushes
+/// both; cnibox gives the second interface a chain of its own. The first keeps the
+/// reference's chain, so each side's DEL removes the other's first interface.
+#[test]
+fn difference_a_second_interface_keeps_the_first_ones_masquerade() {
+    if !reference_or_skip() {
+        return;
+    }
+    let ip_of = |r: &Value| result_addrs(r)[0].split('/').next().unwrap().to_string();
+    for side in [Side::Reference, Side::Cnibox] {
+        let env = TestEnv::new();
+        let ctr = env.container();
+        let c = conf(
+            &env,
+            "1.0.0",
+            json!({"ipMasq": true, "ipMasqBackend": "iptables", "ipam": ipam(&["10.1.2.0/24"])}),
+        );
+        let at = |side: Side, verb: &str, ifname: &str, c: &Value| {
+            call(&env, side).verb(verb, "d", ctr.path_str(), ifname).config(c).run()
+        };
+        let eth0 = ip_of(&at(side, "ADD", "eth0", &c).success());
+        let r1 = at(side, "ADD", "eth1", &c).success();
+        let chains = iptables_rules(&env.host)
+            .iter()
+            .filter(|l| l.starts_with(":CNI-"))
+            .count();
+        assert_eq!(chains, if side == Side::Cnibox { 2 } else { 1 }, "{side:?}");
+        let mut c1 = c.clone();
+        c1["prevResult"] = r1;
+        // v1.1.1 flushes the shared chain, then fails to delete it: eth0 still jumps there
+        let del = at(side, "DEL", "eth1", &c1);
+        assert_eq!(del.ok(), side == Side::Cnibox, "{side:?}: {del:?}");
+        let kept = masqueraded(&env.host) == vec![eth0.clone()];
+        assert_eq!(kept, side == Side::Cnibox, "{side:?}: {:?}", iptables_rules(&env.host));
+        if side == Side::Reference {
+            continue;
+        }
+        // cnibox's second interface next to the reference's first
+        at(Side::Cnibox, "DEL", "eth0", &c).success();
+        at(Side::Reference, "ADD", "eth0", &c).success();
+        let reference_only = iptables_rules(&env.host);
+        at(Side::Cnibox, "ADD", "eth1", &c).success();
+        at(Side::Cnibox, "DEL", "eth1", &c).success();
+        assert_eq!(iptables_rules(&env.host), reference_only);
+        let eth1 = ip_of(&at(Side::Cnibox, "ADD", "eth1", &c).success());
+        at(Side::Reference, "DEL", "eth0", &c).success();
+        assert_eq!(masqueraded(&env.host), vec![eth1]);
+        at(Side::Cnibox, "DEL", "eth1", &c).success();
+        assert!(iptables_rules(&env.host).iter().all(|l| !l.contains("CNI-")));
+    }
+}
+
 /// CHECK of an L2 attachment: v1.1.1 delegates to an empty IPAM type and fails; cnibox
 /// checks the links.
 #[test]

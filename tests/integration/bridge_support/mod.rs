@@ -130,6 +130,31 @@ pub fn iptables_nat(ns: &Netns) -> String {
     )
 }
 
+/// The container addresses with a masquerade rule on the host, of either backend.
+pub fn masqueraded(host: &Netns) -> Vec<String> {
+    let ipt = iptables_nat(host);
+    let mut out: Vec<String> = ipt
+        .lines()
+        .filter_map(|l| {
+            // -A POSTROUTING -s IP/32 ... -j CHAIN, where CHAIN masquerades
+            let rest = l.strip_prefix("-A POSTROUTING -s ")?;
+            let (src, _) = rest.split_once(' ')?;
+            let chain = l.rsplit(' ').next()?;
+            let masq = ipt
+                .lines()
+                .any(|r| r.starts_with(&format!("-A {chain} ")) && r.ends_with("-j MASQUERADE"));
+            masq.then(|| src.split('/').next().unwrap().to_string())
+        })
+        .collect();
+    out.extend(nft_ruleset(host).lines().filter_map(|l| {
+        let rest = l.trim().strip_prefix("ip saddr ")?;
+        rest.contains("masquerade")
+            .then(|| rest.split(' ').next().unwrap().to_string())
+    }));
+    out.sort();
+    out
+}
+
 /// Nothing of attachment `id` is left: no veth on the host, no container link, no address
 /// reservation, no masquerade or spoof-check rule, no bridge port.
 pub fn assert_clean(env: &TestEnv, id: &str, ctr: Option<&Netns>) {

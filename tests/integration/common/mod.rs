@@ -5,7 +5,10 @@
 //! Nothing here touches the namespaces of the machine running the tests.
 #![allow(dead_code)]
 
+pub mod emulation;
+pub mod link_kinds;
 pub mod routes;
+pub mod seccomp;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -267,6 +270,16 @@ impl TestEnv {
         self.call(name)
     }
 
+    /// `cnitool VERB NETWORK NETNS` with the network configs of `conf_dir` and this test's
+    /// bin dir and cache dir; add more with `.env(…)` (e.g. `CAP_ARGS`), then `.run()`.
+    pub fn cnitool(&self, conf_dir: &Path, verb: &str, network: &str, netns: &str) -> Call {
+        self.tool("cnitool")
+            .args([verb, network, netns])
+            .env("NETCONFPATH", conf_dir.to_str().unwrap())
+            .env("CNI_PATH", self.bin_dir.to_str().unwrap())
+            .env("CNI_CACHE_DIR", self.cache_dir.to_str().unwrap())
+    }
+
     /// A plugin call to a Go reference plugin (run inside the host namespace, with the
     /// reference dir as CNI_PATH so it delegates to the reference host-local).
     pub fn reference(&self, plugin: &str) -> Option<Call> {
@@ -300,8 +313,142 @@ pub struct Call {
     env: BTreeMap<String, String>,
     args: Vec<String>,
     stdin: Vec<u8>,
-    /// Directories covered by an empty tmpfs in a private mount namespace of the call.
-    hidden: Vec<&'static str>,
+    /// Mounts made in a private mount namespace of the call only.
+    mounts: Vec<PrivateMount>,
+    /// A seccomp filter the call runs under ([`Call::refusing_ioctl`]).
+    seccomp: Vec<libc::sock_filter>,
+}
+
+/// A mount a test makes for one process, in a private mount namespace of its own, so the
+/// machine's view (its /etc, its boot ID, its tools) never changes.
+#[derive(Clone, Debug)]
+pub enum PrivateMount {
+    /// An empty tmpfs over a directory.
+    Tmpfs(std::ffi::CString),
+    /// `from` bind-mounted over `to` (a file over a file, a directory over a directory).
+    Bind {
+        from: std::ffi::CString,
+        to: std::ffi::CString,
+    },
+    /// `from` bind-mounted over `to` with every mount below `from` (a namespace file under
+    /// /run/netns is one).
+    BindTree {
+        from: std::ffi::CString,
+        to: std::ffi::CString,
+    },
+    /// A read-only overlay of `upper` over the directory `on`: `on` shows its own
+    /// content plus (in front of it) `upper`'s; nothing is written to either.
+    Overlay {
+        on: std::ffi::CString,
+        options: std::ffi::CString,
+    },
+}
+
+impl PrivateMount {
+    fn c(p: impl AsRef<std::ffi::OsStr>) -> std::ffi::CString {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::CString::new(p.as_ref().as_bytes()).unwrap()
+    }
+
+    pub fn tmpfs(dir: &str) -> PrivateMount {
+        PrivateMount::Tmpfs(Self::c(dir))
+    }
+
+    pub fn bind(from: &Path, to: &str) -> PrivateMount {
+        PrivateMount::Bind {
+            from: Self::c(from),
+            to: Self::c(to),
+        }
+    }
+
+    pub fn bind_tree(from: &Path, to: &Path) -> PrivateMount {
+        PrivateMount::BindTree {
+            from: Self::c(from),
+            to: Self::c(to),
+        }
+    }
+
+    pub fn overlay(upper: &Path, on: &str) -> PrivateMount {
+        PrivateMount::Overlay {
+            on: Self::c(on),
+            options: Self::c(format!("lowerdir={}:{on}", upper.display())),
+        }
+    }
+
+    /// A simulated boot: the file `id_file` over the kernel's boot ID.
+    pub fn boot_id(id_file: &Path) -> PrivateMount {
+        Self::bind(id_file, BOOT_ID)
+    }
+}
+
+/// Where the kernel publishes the boot ID, which a reboot changes.
+pub const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// Makes `c` run in a private mount namespace with `mounts` made in it (after `setns` into
+/// `netns`, when given).
+pub fn with_private_mounts(c: &mut Command, netns: Option<File>, mounts: Vec<PrivateMount>) {
+    // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
+    // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
+    unsafe {
+        c.pre_exec(move || {
+            use nix::mount::{mount, MsFlags};
+            if let Some(fd) = &netns {
+                nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
+            }
+            if mounts.is_empty() {
+                return Ok(());
+            }
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
+            mount(
+                None::<&str>,
+                c"/",
+                None::<&str>,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                None::<&str>,
+            )?;
+            for m in &mounts {
+                match m {
+                    PrivateMount::Tmpfs(dir) => mount(
+                        Some(c"tmpfs"),
+                        dir.as_c_str(),
+                        Some(c"tmpfs"),
+                        MsFlags::empty(),
+                        None::<&str>,
+                    )?,
+                    PrivateMount::Bind { from, to } => mount(
+                        Some(from.as_c_str()),
+                        to.as_c_str(),
+                        None::<&str>,
+                        MsFlags::MS_BIND,
+                        None::<&str>,
+                    )?,
+                    PrivateMount::BindTree { from, to } => mount(
+                        Some(from.as_c_str()),
+                        to.as_c_str(),
+                        None::<&str>,
+                        MsFlags::MS_BIND | MsFlags::MS_REC,
+                        None::<&str>,
+                    )?,
+                    PrivateMount::Overlay { on, options } => mount(
+                        Some(c"overlay"),
+                        on.as_c_str(),
+                        Some(c"overlay"),
+                        MsFlags::MS_RDONLY,
+                        Some(options.as_c_str()),
+                    )?,
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A file holding a boot ID for [`PrivateMount::boot_id`]: `n` picks one of a few fixed
+/// IDs (boot 0, boot 1, …), written once into the test's temp dir.
+pub fn boot_id_file(dir: &Path, n: u8) -> PathBuf {
+    let path = dir.join(format!("boot-id-{n}"));
+    std::fs::write(&path, format!("{n:08x}-0000-4000-8000-{n:012x}\n")).unwrap();
+    path
 }
 
 /// Where nft, iptables and the other firewall tools live; hidden by
@@ -346,6 +493,18 @@ impl CallOutput {
         }
     }
 
+    /// (code, msg) of a failure, (0, "") of a success: to compare two plugins' answers.
+    pub fn answer(&self) -> (u64, String) {
+        if self.ok() {
+            return (0, String::new());
+        }
+        let j = self.json();
+        (
+            j["code"].as_u64().unwrap_or(0),
+            j["msg"].as_str().unwrap_or_default().to_string(),
+        )
+    }
+
     /// Assert failure with `code` and return the error message.
     pub fn failure(&self, code: u64) -> String {
         assert_ne!(self.code, 0, "plugin unexpectedly succeeded: {self:?}");
@@ -365,16 +524,36 @@ impl Call {
             env,
             args: vec![],
             stdin: vec![],
-            hidden: vec![],
+            mounts: vec![],
+            seccomp: vec![],
         }
+    }
+
+    /// Run with the kernel refusing ioctl `request` with `errno` (a seccomp filter on the
+    /// call's process only).
+    pub fn refusing_ioctl(mut self, request: libc::Ioctl, errno: i32) -> Self {
+        self.seccomp = seccomp::refuse_ioctl(request, errno);
+        self
     }
 
     /// Run as on a machine without nft, iptables and every other tool of the sbin
     /// directories: they are covered by empty tmpfs mounts in a private mount namespace of
     /// this call only (nothing is removed from the machine).
     pub fn without_sbin_tools(mut self) -> Self {
-        self.hidden = SBIN_DIRS.to_vec();
+        self.mounts.extend(SBIN_DIRS.iter().map(|d| PrivateMount::tmpfs(d)));
         self
+    }
+
+    /// Run with `m` made in a private mount namespace of this call only.
+    pub fn mount(mut self, m: PrivateMount) -> Self {
+        self.mounts.push(m);
+        self
+    }
+
+    /// Run as in another boot: the boot ID file `id_file` (see [`boot_id_file`]) over the
+    /// kernel's, in a private mount namespace of this call.
+    pub fn in_boot(self, id_file: &Path) -> Self {
+        self.mount(PrivateMount::boot_id(id_file))
     }
 
     /// Command-line arguments (for tools such as `cnitool`).
@@ -443,38 +622,14 @@ impl Call {
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(&self.env);
         c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let hidden: Vec<std::ffi::CString> = self
-            .hidden
-            .iter()
-            .map(|d| std::ffi::CString::new(*d).unwrap())
-            .collect();
-        // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
-        // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
-        unsafe {
-            c.pre_exec(move || {
-                use nix::mount::{mount, MsFlags};
-                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)?;
-                if !hidden.is_empty() {
-                    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
-                    mount(
-                        None::<&str>,
-                        c"/",
-                        None::<&str>,
-                        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-                        None::<&str>,
-                    )?;
-                    for d in &hidden {
-                        mount(
-                            Some(c"tmpfs"),
-                            d.as_c_str(),
-                            Some(c"tmpfs"),
-                            MsFlags::empty(),
-                            None::<&str>,
-                        )?;
-                    }
-                }
-                Ok(())
-            });
+        with_private_mounts(&mut c, Some(fd), self.mounts.clone());
+        let filter = self.seccomp.clone();
+        if !filter.is_empty() {
+            // SAFETY: after the namespaces and mounts (pre_exec closures run in order), the
+            // closure only calls prctl(2) on a filter prepared before the fork.
+            unsafe {
+                c.pre_exec(move || seccomp::install(&filter));
+            }
         }
         let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.program));
         let mut stdin = child.stdin.take().unwrap();
@@ -498,8 +653,10 @@ pub fn libcni_tool(dir: &Path) -> Option<PathBuf> {
     go_tool(
         dir,
         "libcni_tool",
-        "github.com/containernetworking/cni/libcni",
-        "golang-github-appc-cni-dev",
+        Some((
+            "github.com/containernetworking/cni/libcni",
+            "golang-github-appc-cni-dev",
+        )),
     )
 }
 
@@ -510,28 +667,37 @@ pub fn gocni_tool(dir: &Path) -> Option<PathBuf> {
     go_tool(
         dir,
         "gocni_tool",
-        "github.com/containerd/go-cni",
-        "golang-github-containerd-go-cni-dev",
+        Some(("github.com/containerd/go-cni", "golang-github-containerd-go-cni-dev")),
     )
+}
+
+/// Go's regexp as the reference tuning plugin uses it, built from
+/// tests/interop/regexp_oracle.go (the standard library only), or None (with the reason
+/// printed) without Go.
+pub fn regexp_oracle(dir: &Path) -> Option<PathBuf> {
+    go_tool(dir, "regexp_oracle", None)
 }
 
 /// `tests/interop/<name>.go` built into `dir` offline, from the Go sources Debian installs
 /// under /usr/share/gocode (`library`: the import path it needs, from package `package`).
-fn go_tool(dir: &Path, name: &str, library: &str, package: &str) -> Option<PathBuf> {
+fn go_tool(dir: &Path, name: &str, library: Option<(&str, &str)>) -> Option<PathBuf> {
     let go_ok = Command::new("go")
         .arg("version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !go_ok {
+        let package = library.map_or("", |(_, package)| package);
         eprintln!("SKIP: Go is not installed (apt-get install golang-go {package})");
         return None;
     }
     let gopath = Path::new("/usr/share/gocode");
-    assert!(
-        gopath.join("src").join(library).is_dir(),
-        "Go is installed but {library} is not: apt-get install {package}"
-    );
+    if let Some((library, package)) = library {
+        assert!(
+            gopath.join("src").join(library).is_dir(),
+            "Go is installed but {library} is not: apt-get install {package}"
+        );
+    }
     let out = dir.join(name);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/interop/{name}.go"));
     let build = Command::new("go")

@@ -772,6 +772,121 @@ fn a_failed_add_leaves_nothing_or_the_record_its_rules_need() {
     assert!(!record.exists());
 }
 
+/// Regression: the iptables backend's record was named after the network, container ID and
+/// interface as given, and a file name is at most 255 bytes: a valid 250-character container
+/// ID failed ADD (`File name too long`), and a DEL without prevResult on a 300-character
+/// network name failed on every retry.
+#[test]
+fn records_of_long_container_ids_and_network_names() {
+    let env = TestEnv::new();
+    let (long_id, long_net) = ("c".repeat(250), "n".repeat(300));
+    let accepts = || {
+        let (v4, v6) = state(&env.host);
+        v4.iter()
+            .chain(&v6)
+            .filter(|l| l.contains("10.88.0.2/32") || l.contains("fd00::2/128"))
+            .count()
+    };
+    for (id, net) in [(&*long_id, NET), ("ctr", &*long_net), (&*long_id, &*long_net)] {
+        for v in ["0.4.0", "1.0.0", "1.1.0"] {
+            let what = format!("{v}: {} / {}", id.len(), net.len());
+            fw(&env, "ADD", id, &fw_conf(v, json!({"name": net}), &prev(v))).success();
+            assert_eq!(accepts(), 4, "{what}");
+            let bare = fw_conf(v, json!({"name": net}), &Value::Null);
+            fw(&env, "DEL", id, &bare).success();
+            assert_eq!(
+                accepts(),
+                0,
+                "{what}: DEL without prevResult found the rules by the record"
+            );
+            fw(&env, "DEL", id, &bare).success();
+        }
+    }
+    // a DEL without prevResult of an attachment ADD never recorded
+    let bare = fw_conf("1.0.0", json!({"name": long_net}), &Value::Null);
+    fw(&env, "DEL", &long_id, &bare).success();
+    // the same result and rules as the reference
+    let rf = TestEnv::new();
+    if let Some(theirs) = rf.reference("firewall") {
+        let conf = fw_conf("1.0.0", json!({"name": long_net}), &prev("1.0.0"));
+        let ours = fw(&env, "ADD", &long_id, &conf).success();
+        assert_eq!(
+            ours,
+            theirs.exec("ADD", &long_id, "/run/netns/gone", "eth0", &conf).success()
+        );
+        assert_eq!(state(&env.host), state(&rf.host));
+    }
+}
+
+/// Regression: the last DEL of a network (and the GC of its last attachment) left the
+/// network's empty record directory behind (`/run/cni/firewall/<network>`, one for every
+/// network a node ever had).
+#[test]
+fn the_last_record_of_a_network_takes_its_directory_along() {
+    let env = TestEnv::new();
+    let dir = env.data_dir.join("firewall").join(NET);
+    let mut second = prev("1.1.0");
+    second["ips"][0]["address"] = json!("10.88.0.3/24");
+    second["ips"][1]["address"] = json!("fd00::3/64");
+    fw(&env, "ADD", "a", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
+    fw(&env, "ADD", "b", &fw_conf("1.1.0", json!({}), &second)).success();
+    fw(&env, "DEL", "a", &fw_conf("1.1.0", json!({}), &Value::Null)).success();
+    assert!(dir.is_dir(), "b's record is still there");
+    fw(&env, "DEL", "b", &fw_conf("1.1.0", json!({}), &second)).success();
+    assert!(!dir.exists(), "the last DEL left the directory");
+    fw(&env, "DEL", "b", &fw_conf("1.1.0", json!({}), &Value::Null)).success();
+
+    fw(&env, "ADD", "c", &fw_conf("1.1.0", json!({}), &prev("1.1.0"))).success();
+    assert!(dir.is_dir());
+    let gc = fw_conf("1.1.0", json!({"cni.dev/valid-attachments": []}), &Value::Null);
+    env.call("firewall")
+        .command("GC")
+        .config(&confined(&env, &gc))
+        .run()
+        .success();
+    assert!(!dir.exists(), "GC of the last attachment left the directory");
+}
+
+/// An ADD writes its record under the xtables lock, with its rules, so a DEL removing the
+/// network's last record and directory cannot run between the ADD making the directory and
+/// writing the record into it (the ADD would fail on the vanished directory).
+#[test]
+fn the_record_is_written_under_the_xtables_lock() {
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let id = format!("locked{}", std::process::id());
+    let record = env.data_dir.join("firewall").join(NET).join(format!("{id}-eth0"));
+    let held = cnibox::firewall_rules::iptables::save_restore::lock().unwrap();
+    let lock_file = std::fs::metadata("/run/cnibox/xtables.lock").unwrap();
+    let inode = format!(":{} ", lock_file.ino());
+    // the ADD's process waiting for the lock (other tests' processes may wait too)
+    let add_waits = || {
+        std::fs::read_to_string("/proc/locks").unwrap().lines().any(|l| {
+            let pid = l.split_whitespace().nth(5).unwrap_or_default();
+            l.contains(" -> FLOCK ")
+                && l.contains(&inode)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&format!("CNI_CONTAINERID={id}\0")))
+        })
+    };
+    std::thread::scope(|s| {
+        let add = s.spawn(|| fw(&env, "ADD", &id, &fw_conf("1.0.0", json!({}), &prev("1.0.0"))));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !add_waits() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the ADD never waited for the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert!(!record.exists(), "the record was written before the lock was taken");
+        drop(held);
+        add.join().unwrap().success();
+    });
+    assert!(record.exists());
+    fw(&env, "DEL", &id, &fw_conf("1.0.0", json!({}), &Value::Null)).success();
+}
+
 #[test]
 fn gc_and_status_succeed() {
     let env = TestEnv::new();
@@ -943,15 +1058,7 @@ fn plugins_d_example_opens_a_forward_drop_host() {
     std::fs::create_dir_all(&conf_dir).unwrap();
     std::fs::write(conf_dir.join("60-bridge-firewall.conflist"), list.to_string()).unwrap();
     let ns = lab.env.container();
-    let tool = |verb: &str| {
-        lab.env
-            .tool("cnitool")
-            .args([verb, "cnibox-firewall", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", lab.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", lab.env.cache_dir.to_str().unwrap())
-            .run()
-    };
+    let tool = |verb: &str| lab.env.cnitool(&conf_dir, verb, "cnibox-firewall", ns.path_str()).run();
     let r = tool("add").success();
     assert_eq!(r["interfaces"][0]["name"], "cnibox2", "{r}");
     assert!(ns.ping(OUTSIDE4), "the example's chain did not open the DROP policy");

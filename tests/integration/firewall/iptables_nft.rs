@@ -303,6 +303,14 @@ fn changes_planned_on_a_stale_read_are_planned_again() {
             }
             n
         });
+        // a failed call below must still stop the churn, or the scope would wait for it forever
+        struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let stopper = StopOnDrop(&stop);
         for verb in ["ADD", "DEL", "ADD"] {
             let calls: Vec<_> = confs.iter().map(|(id, c)| s.spawn(|| fw(&env, verb, id, c))).collect();
             for c in calls {
@@ -310,7 +318,7 @@ fn changes_planned_on_a_stale_read_are_planned_again() {
                 assert!(out.ok(), "{verb}: {out:?}");
             }
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stopper);
         assert!(churn.join().unwrap() > 0);
     });
     let v4 = state(&env.host).0;

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use cnibox::netlink::{
     AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Link, LinkKind, MacAddr, MacvlanMode, MacvlanSpec, OperState,
-    PortFlags, PortVlan, RouteSpec, Scope, VethSpec,
+    PortFlags, PortVlan, RouteSpec, Scope, SourceRule, VethSpec, TABLE_MAIN,
 };
 use cnibox::netns::Netns;
 use ipnetwork::IpNetwork;
@@ -839,6 +839,113 @@ fn route_via_an_unreachable_gateway_fails_with_the_route_named() {
             .starts_with(&format!("add route 0.0.0.0/0 via 192.0.2.1 dev index {va}: ")),
         "{e}"
     );
+}
+
+/// `from ADDR lookup TABLE` rules: the kernel places each below the `main` rule (a rule
+/// without a priority is never "the same" as another: each gets the next one), lists them
+/// back as sbr's shape, and deletes exactly the one named.
+#[test]
+fn source_rules_add_list_and_delete() {
+    let h = private_host();
+    let rule = |src: &str, table: u32| SourceRule { src: net(src), table };
+    h.add_source_rule(&rule("10.1.0.5/32", 100)).unwrap();
+    h.add_source_rule(&rule("10.1.0.6/32", 1000)).unwrap();
+    h.add_source_rule(&rule("2001:db8::5/128", 101)).unwrap();
+    let shown = |fam: &str| -> Vec<(u64, String, u64)> {
+        ip_json(&[fam, "rule", "show"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let table = match &r["table"] {
+                    Value::String(t) if t == "main" => 254,
+                    Value::String(t) if t == "local" => 255,
+                    Value::String(t) if t == "default" => 253,
+                    Value::String(t) => t.parse().unwrap(),
+                    other => panic!("{other}"),
+                };
+                (
+                    r["priority"].as_u64().unwrap(),
+                    r["src"].as_str().unwrap_or("all").to_string(),
+                    table,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        shown("-4"),
+        [
+            (0, "all".into(), 255),
+            (32764, "10.1.0.6".into(), 1000),
+            (32765, "10.1.0.5".into(), 100),
+            (32766, "all".into(), 254),
+            (32767, "all".into(), 253)
+        ]
+    );
+    assert_eq!(shown("-6")[1], (32765, "2001:db8::5".into(), 101));
+
+    let listed = h.rules(Family::All).unwrap();
+    let ours: Vec<_> = listed.iter().filter(|r| r.src.is_some()).collect();
+    assert_eq!(ours.len(), 3, "{listed:?}");
+    assert!(ours.iter().all(|r| r.is_lookup_from(r.src.unwrap().ip())), "{ours:?}");
+    assert_eq!(
+        h.rules(Family::V6).unwrap().iter().filter(|r| r.src.is_some()).count(),
+        1
+    );
+    let big = ours
+        .iter()
+        .find(|r| r.table == 1000)
+        .expect("a table above 255 reads back");
+    h.delete_rule(big).unwrap();
+    assert!(h.delete_rule(big).unwrap_err().is_not_found());
+    assert_eq!(shown("-4").len(), 4);
+    // a rule that also selects by input interface is not a source lookup
+    common::run_ok(Command::new("ip").args(["rule", "add", "from", "10.1.0.7", "iif", "lo", "lookup", "102"]));
+    let iif = h
+        .rules(Family::V4)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.table == 102)
+        .unwrap();
+    assert!(!iif.is_lookup_from(addr("10.1.0.7")), "{iif:?}");
+}
+
+/// A main-table route restated in another table keeps protocol, scope, source and metric.
+#[test]
+fn a_route_restated_in_another_table_keeps_its_attributes() {
+    let h = private_host();
+    let (va, _) = veth_pair_up(&h);
+    h.add_address(va, net("10.1.2.3/24"), AddrOptions::default()).unwrap();
+    let kernel = h
+        .routes(Family::V4)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.table == TABLE_MAIN && r.dst == net("10.1.2.0/24"))
+        .expect("the kernel's subnet route");
+    h.replace_route(&kernel.in_table(100).unwrap()).unwrap();
+    let copy = h
+        .routes(Family::V4)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.table == 100)
+        .unwrap();
+    assert_eq!(
+        (copy.dst, copy.protocol, copy.scope, copy.prefsrc, copy.oif, copy.metric),
+        (
+            kernel.dst,
+            kernel.protocol,
+            kernel.scope,
+            kernel.prefsrc,
+            kernel.oif,
+            kernel.metric
+        )
+    );
+    h.delete_route(&kernel.in_table(kernel.table).unwrap()).unwrap();
+    assert!(h
+        .routes(Family::V4)
+        .unwrap()
+        .iter()
+        .all(|r| r.table != TABLE_MAIN || r.dst != net("10.1.2.0/24")));
 }
 
 // ---------------------------------------------------------------- handles per namespace

@@ -189,6 +189,56 @@ fn del_on_one_network_keeps_the_same_containers_forwards_on_another() {
     });
 }
 
+/// Regression: the iptables backend named an attachment's chain after network and
+/// container alone, so the ADD of a container's second interface on the same network
+/// replaced the first interface's forwards (CHECK of eth0 then failed), and the DEL of
+/// either interface removed both; the nftables backend's DEL also removed both.
+#[test]
+fn each_interface_on_one_network_keeps_its_own_forwards() {
+    each_backend(|b| {
+        let (node, ns, c0, _server) = one_container(b, false, json!([tcp(8080, 80)]));
+        let prev1 = node.attach("ctr-a", &ns, "eth1", false);
+        let c1 = pm_conf(Some(b), json!([tcp(9090, 80)]), &prev1, json!({}));
+        let mut c1_no_prev = c1.clone();
+        c1_no_prev.as_object_mut().unwrap().remove("prevResult");
+        let mut c0_no_prev = c0.clone();
+        c0_no_prev.as_object_mut().unwrap().remove("prevResult");
+        let eth1 = |verb: &str, conf: &Value| {
+            node.portmap(Side::Cnibox)
+                .exec(verb, "ctr-a", ns.path_str(), "eth1", conf)
+        };
+        let eth0 = |verb: &str, conf: &Value| node.pm(Side::Cnibox, verb, "ctr-a", ns.path_str(), conf);
+        let reach = |port| tcp_get(&node.client, sa(NODE_V4, port));
+
+        eth1("ADD", &c1).success();
+        assert_eq!(reach(8080).as_deref(), Some("ctr-a"), "eth0's forward after eth1's ADD");
+        assert_eq!(reach(9090).as_deref(), Some("ctr-a"));
+        eth0("CHECK", &c0).success();
+        eth1("CHECK", &c1).success();
+
+        eth1("DEL", &c1).success();
+        assert_eq!(reach(9090), None);
+        assert_eq!(reach(8080).as_deref(), Some("ctr-a"), "eth0's forward after eth1's DEL");
+        eth0("CHECK", &c0).success();
+        // repeated without prevResult (a runtime's cache is gone after the first DEL)
+        eth1("DEL", &c1_no_prev).success();
+        assert_eq!(reach(8080).as_deref(), Some("ctr-a"), "after eth1's second DEL");
+        eth0("CHECK", &c0).success();
+
+        // the other way round: eth0 goes first, without prevResult
+        eth1("ADD", &c1).success();
+        eth0("DEL", &c0_no_prev).success();
+        assert_eq!(reach(8080), None);
+        assert_eq!(reach(9090).as_deref(), Some("ctr-a"), "eth1's forward after eth0's DEL");
+        eth1("CHECK", &c1).success();
+        eth0("DEL", &c0_no_prev).success();
+        assert_eq!(reach(9090).as_deref(), Some("ctr-a"), "after eth0's second DEL");
+        eth1("DEL", &c1_no_prev).success();
+        assert_eq!(reach(9090), None);
+        assert_no_rules(&node, "ctr-a");
+    });
+}
+
 #[test]
 fn a_host_port_mapped_by_another_attachment_is_an_error() {
     each_backend(|b| {
@@ -308,19 +358,22 @@ fn host_ip_limits_the_forwarded_destination() {
 
 /// Nothing of portmap is left for `id`.
 fn assert_no_rules(node: &Node, id: &str) {
+    use cnibox::plugins::portmap::{iptables, Attachment};
     let ipt = node.ipt_nat();
-    let chain = cnibox::plugins::portmap::iptables::chain_name(
-        "DN-",
-        cnibox::plugins::portmap::Attachment {
-            network: NET,
-            container_id: id,
-        },
-    );
     assert!(
         !ipt.contains(&format!("id: \\\"{id}\\\"")),
         "iptables rules left:\n{ipt}"
     );
-    assert!(!ipt.contains(&chain), "iptables chain left:\n{ipt}");
+    for ifname in [IFNAME, "eth1"] {
+        let att = Attachment {
+            network: NET,
+            container_id: id,
+            ifname,
+        };
+        for chain in [iptables::chain_name("DN-", att), iptables::interface_chain(att)] {
+            assert!(!ipt.contains(&chain), "iptables chain left:\n{ipt}");
+        }
+    }
     let nft = node.nft_tables();
     assert!(
         !nft.contains(&format!("comment \"{id}\"")),
@@ -390,6 +443,24 @@ fn check_verifies_the_rules() {
         let msg = node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).failure(999);
         assert!(!msg.is_empty());
     });
+}
+
+/// Regression: the iptables backend's CHECK looked for the entry rule's words in the order
+/// ADD wrote them, but iptables-save puts an address condition (`-s`) before `-p`, so the
+/// CHECK of every config with such a `conditionsV4` failed with "rule … not found" (the
+/// generated key tests found it: `go_keys`).
+#[test]
+fn check_finds_the_entry_rule_of_an_address_condition() {
+    let node = Node::new();
+    let (ns, prev) = node.container("ctr-a", false);
+    let conditions = json!({"conditionsV4": ["-s", "192.0.2.0/24"]});
+    let c = pm_conf(Some("iptables"), json!([tcp(8080, 80)]), &prev, conditions);
+    node.pm(Side::Cnibox, "ADD", "ctr-a", ns.path_str(), &c).success();
+    assert!(node.ipt_nat().contains("-A CNI-HOSTPORT-DNAT -s 192.0.2.0/24 -p tcp"));
+    node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).success();
+    node.pm(Side::Cnibox, "DEL", "ctr-a", ns.path_str(), &c).success();
+    let msg = node.pm(Side::Cnibox, "CHECK", "ctr-a", ns.path_str(), &c).failure(999);
+    assert!(msg.starts_with("could not check ipv4 dnat: chain CNI-DN-"), "{msg}");
 }
 
 #[test]
@@ -538,14 +609,8 @@ fn plugins_d_example_forwards_a_port_through_cnitool() {
     let _s = Server::start(&ns, 80, "example");
     let caps = json!({"portMappings": [tcp(8080, 80)]}).to_string();
     let tool = |verb: &str| {
-        node.env
-            .tool("cnitool")
-            .args([verb, "cnibox-portmap", ns.path_str()])
-            .env("NETCONFPATH", conf_dir.to_str().unwrap())
-            .env("CNI_PATH", node.env.bin_dir.to_str().unwrap())
-            .env("CNI_CACHE_DIR", node.env.cache_dir.to_str().unwrap())
-            .env("CAP_ARGS", &caps)
-            .run()
+        let call = node.env.cnitool(&conf_dir, verb, "cnibox-portmap", ns.path_str());
+        call.env("CAP_ARGS", &caps).run()
     };
     let r = tool("add").success();
     assert_eq!(r["interfaces"][0]["name"], "cnibox4", "{r}");

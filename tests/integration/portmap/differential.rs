@@ -16,9 +16,14 @@ const ID: &str = "ctr1";
 const NETNS: &str = "/var/run/netns/x";
 
 fn prev(ips: &[&str]) -> Value {
+    prev_on(IFNAME, ips)
+}
+
+/// A prevResult whose addresses are on the container interface `ifname`.
+fn prev_on(ifname: &str, ips: &[&str]) -> Value {
     json!({
         "cniVersion": "1.0.0",
-        "interfaces": [{"name": "eth0", "sandbox": "/var/run/netns/x"}],
+        "interfaces": [{"name": ifname, "sandbox": "/var/run/netns/x"}],
         "ips": ips.iter().map(|a| json!({"address": a, "interface": 0})).collect::<Vec<_>>(),
         "dns": {},
     })
@@ -241,6 +246,9 @@ fn bad_inputs_give_the_reference_codes_and_messages() {
             conf(json!([]), &p, json!({"conditionsV4": "-s 1.2.3.4"})),
         ),
         ("prevResult a number", "ADD", conf(json!([]), &json!(5), json!({}))),
+        // Go names the innermost struct (the anonymous runtimeConfig: no name) and the path
+        ("portMappings an object", "ADD", conf(json!({"a": 1}), &p, json!({}))),
+        ("a mapping a number", "ADD", conf(json!([5]), &p, json!({}))),
         ("ADD without prevResult", "ADD", no_prev.clone()),
         ("CHECK without prevResult", "CHECK", no_prev),
     ];
@@ -315,6 +323,65 @@ fn deliberate_check_passes_on_what_add_made() {
         cn.pm(Side::Cnibox, "CHECK", ID, NETNS, &with_backend(&c, "iptables"))
             .success();
     }
+}
+
+/// Deliberate: the reference names its chain after network and container alone, so a
+/// container's second interface on the same network adds its forwards to the first one's
+/// chain, and the DEL of either removes both. cnibox gives the second interface a chain of
+/// its own and keeps the reference's chain for the first, so each implementation still
+/// deletes the other's first interface.
+#[test]
+fn deliberate_a_second_interface_on_the_network_gets_a_chain_of_its_own() {
+    if common::reference_dir().is_none() {
+        return;
+    }
+    let tcp = |port: u16| json!([{"hostPort": port, "containerPort": 80, "protocol": "tcp"}]);
+    let eth0 = with_backend(&conf(tcp(8080), &prev(&["10.0.0.2/24"]), json!({})), "iptables");
+    let eth1 = with_backend(
+        &conf(tcp(9090), &prev_on("eth1", &["10.0.0.3/24"]), json!({})),
+        "iptables",
+    );
+    let on_eth1 = |n: &Node, side: Side, verb: &str| n.portmap(side).exec(verb, ID, NETNS, "eth1", &eth1);
+    let chains = |n: &Node| n.ipt_nat().lines().filter(|l| l.starts_with(":CNI-DN-")).count();
+
+    let (r, cn) = (node(), node());
+    for (n, side) in [(&r, Side::Reference), (&cn, Side::Cnibox)] {
+        n.pm(side, "ADD", ID, NETNS, &eth0).success();
+        on_eth1(n, side, "ADD").success();
+        let both = n.ipt_nat();
+        assert!(
+            both.contains("10.0.0.2:80") && both.contains("10.0.0.3:80"),
+            "{side:?}:\n{both}"
+        );
+    }
+    assert_eq!((chains(&r), chains(&cn)), (1, 2));
+    on_eth1(&r, Side::Reference, "DEL").success();
+    on_eth1(&cn, Side::Cnibox, "DEL").success();
+    assert!(
+        !r.ipt_nat().contains("10.0.0.2:80"),
+        "the reference kept eth0's forward"
+    );
+    assert!(cn.ipt_nat().contains("10.0.0.2:80"), "{}", cn.ipt_nat());
+    cn.pm(Side::Cnibox, "CHECK", ID, NETNS, &eth0).success();
+
+    // cnibox's second interface next to the reference's first
+    let mixed = node();
+    mixed.pm(Side::Reference, "ADD", ID, NETNS, &eth0).success();
+    let reference_only = mixed.ipt_nat();
+    on_eth1(&mixed, Side::Cnibox, "ADD").success();
+    on_eth1(&mixed, Side::Cnibox, "CHECK").success();
+    on_eth1(&mixed, Side::Cnibox, "DEL").success();
+    assert_eq!(
+        mixed.ipt_nat(),
+        reference_only,
+        "cnibox's DEL of eth1 kept the reference's eth0"
+    );
+    on_eth1(&mixed, Side::Cnibox, "ADD").success();
+    mixed.pm(Side::Reference, "DEL", ID, NETNS, &eth0).success();
+    let left = mixed.ipt_nat();
+    assert!(left.contains("10.0.0.3:80") && !left.contains("10.0.0.2:80"), "{left}");
+    on_eth1(&mixed, Side::Cnibox, "DEL").success();
+    assert!(!mixed.ipt_nat().contains("CNI-DN-"), "{}", mixed.ipt_nat());
 }
 
 /// Deliberate: bad ports, protocols and host IPs fail before anything changes; the

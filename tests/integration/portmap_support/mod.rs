@@ -81,17 +81,24 @@ impl Node {
     /// A container attached to the bridge; returns its namespace and the bridge's result.
     pub fn container(&self, id: &str, v6: bool) -> (Netns, Value) {
         let ns = self.env.container();
+        let r = self.attach(id, &ns, IFNAME, v6);
+        (ns, r)
+    }
+
+    /// Attach the container `id` in `ns` to the bridge as `ifname` (a second interface on
+    /// the same network, when it has one); the bridge's result.
+    pub fn attach(&self, id: &str, ns: &Netns, ifname: &str, v6: bool) -> Value {
         let r = self
             .env
             .call("bridge")
-            .exec("ADD", id, ns.path_str(), IFNAME, &self.bridge_conf(v6))
+            .exec("ADD", id, ns.path_str(), ifname, &self.bridge_conf(v6))
             .success();
         if v6 {
             // DAD on the container's and the gateway's addresses
-            wait_v6_ready(&ns);
+            wait_v6_ready(ns);
             wait_v6_ready(&self.env.host);
         }
-        (ns, r)
+        r
     }
 
     pub fn portmap(&self, side: Side) -> crate::common::Call {

@@ -10,6 +10,7 @@
 use crate::common;
 use crate::fuzz;
 
+use cnibox::cni::json::{self, Json};
 use cnibox::cni::{self, CniResult};
 use common::*;
 use fuzz::*;
@@ -86,16 +87,20 @@ fn expect(call: &Call) -> Expect {
     if call.stdin.len() as u64 > cni::plugin::STDIN_LIMIT {
         return Expect::Code(5);
     }
-    let Ok(conf) = serde_json::from_slice::<Value>(&call.stdin) else {
+    // keys as Go's decoder matches them (`"Name"` is the name), with the reader the unit
+    // tests hold to Go's rules
+    let Ok(conf) = cnibox::cni::json::parse(&call.stdin) else {
         return Expect::Code(6);
     };
-    let name = match &conf {
-        Value::Object(m) => match m.get("name") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => s.clone(),
-            Some(_) => return Expect::Code(6),
-        },
-        Value::Null => String::new(),
+    let text = |key: &str| -> Result<String, ()> {
+        let fields = json::as_object(&conf, "").map_err(|_| ())?;
+        Ok(json::opt_str(&fields, key, "")
+            .map_err(|_| ())?
+            .unwrap_or_default()
+            .to_string())
+    };
+    let name = match (&conf, text("name")) {
+        (Json::Object(_) | Json::Null, Ok(name)) => name,
         _ => return Expect::Code(6),
     };
     if cni::env::validate_network_name(&name).is_err() {
@@ -104,10 +109,9 @@ fn expect(call: &Call) -> Expect {
     if !["ADD", "DEL", "CHECK", "STATUS", "GC"].contains(&cmd.as_str()) {
         return Expect::Code(4);
     }
-    let version = match conf.get("cniVersion") {
-        None | Some(Value::Null) => "0.1.0".to_string(),
-        Some(Value::String(s)) => cni::version::normalize(s).to_string(),
-        Some(_) => return Expect::Code(6),
+    let version = match text("cniVersion") {
+        Ok(v) => cni::version::normalize(&v).to_string(),
+        Err(()) => return Expect::Code(6),
     };
     let speaks = call.versions.contains(&version.as_str());
     let gate_ok = match cmd.as_str() {
@@ -993,5 +997,171 @@ fn fuzz_binary_runs_keep_the_protocol() {
         }
     }
     eprintln!("fuzz binary runs: {runs} processes over {applets:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Pieces of Go regexp syntax, valid and not, that allowlist patterns are made of (and a few
+/// outside cnibox's subset, which must then be refused as unsupported, never accepted).
+const REGEX_PIECES: &[&str] = &[
+    "a",
+    "b",
+    "n",
+    "e",
+    "t",
+    "0",
+    "9",
+    "_",
+    "-",
+    ",",
+    ":",
+    "é",
+    "IFNAME",
+    "net",
+    "\\.",
+    ".",
+    "^",
+    "$",
+    "*",
+    "+",
+    "?",
+    "*?",
+    "+?",
+    "??",
+    "|",
+    "(",
+    ")",
+    "(?:",
+    "[",
+    "]",
+    "[^",
+    "a-z",
+    "z-a",
+    "0-9",
+    "\\-",
+    "\\]",
+    "\\d",
+    "\\D",
+    "\\s",
+    "\\S",
+    "\\w",
+    "\\W",
+    "\\b",
+    "\\B",
+    "\\A",
+    "\\z",
+    "\\",
+    "\\q",
+    "\\C",
+    "\\x41",
+    "\\x{62}",
+    "\\x4",
+    "\\x{}",
+    "\\x{D800}",
+    "\\101",
+    "\\0",
+    "\\1",
+    "\\8",
+    "\\n",
+    "\\t",
+    "\\_",
+    "{",
+    "}",
+    "{2}",
+    "{1,3}",
+    "{2,}",
+    "{0}",
+    "{01}",
+    "{1001}",
+    "{3,2}",
+    "{1000}",
+    "[:alpha:]",
+    "[:foo:]",
+    "\\pL",
+    "\\p{Greek}",
+    "(?i)",
+    "(?P<x>",
+    "\\Q",
+];
+
+/// Texts patterns are tried on: sysctl names, and strings made of the patterns' letters.
+fn regex_text(r: &mut Rng) -> String {
+    const NAMES: &[&str] = &[
+        "",
+        "net.ipv4.conf.IFNAME.arp_filter",
+        "net.ipv4.conf.other.rp_filter",
+        "net.core.somaxconn",
+        "net.ipv6.conf.all.forwarding",
+    ];
+    if r.chance(1, 3) {
+        return r.pick(NAMES).to_string();
+    }
+    const LETTERS: &[&str] = &[
+        "a", "b", "n", "e", "t", "0", "9", "_", "-", ".", "A", "Z", "é", "\n", "\t", "\x0b", " ", "{", "}", ",", "[",
+    ];
+    (0..r.below(8)).map(|_| *r.pick(LETTERS)).collect()
+}
+
+/// cnibox's matcher (`util::regex`) against Go's regexp on generated patterns: the same
+/// verdict for every text, and where Go rejects a pattern, the same message. A pattern
+/// outside cnibox's subset is refused as unsupported (Go's verdict on it aside).
+#[test]
+fn fuzz_regex_matcher_against_go() {
+    use cnibox::util::regex::{Error, Regex};
+    let env = TestEnv::new();
+    let Some(oracle) = common::regexp_oracle(env.tmp.path()) else {
+        return;
+    };
+    let mut r = Rng::from_env("regex");
+    let mut failures = vec![];
+    let mut compared = 0;
+    let mut unsupported = 0;
+    run_for(4, |_| {
+        let queries: Vec<(String, Vec<String>)> = (0..500)
+            .map(|_| {
+                let pattern: String = (0..1 + r.below(7)).map(|_| *r.pick(REGEX_PIECES)).collect();
+                let texts = (0..6).map(|_| regex_text(&mut r)).collect();
+                (pattern, texts)
+            })
+            .collect();
+        let input: Value = queries.iter().map(|(p, t)| json!({"p": p, "t": t})).collect();
+        let out = std::process::Command::new(&oracle)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(input.to_string().as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let answers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        for ((pattern, texts), go) in queries.iter().zip(answers) {
+            compared += 1;
+            let ours = Regex::new(pattern);
+            let verdict = match (&ours, go.get("err").and_then(Value::as_str)) {
+                (Err(Error::Unsupported { .. }), _) => {
+                    unsupported += 1;
+                    Ok(())
+                }
+                (Err(e), Some(theirs)) if e.to_string() == theirs => Ok(()),
+                (Err(e), theirs) => Err(format!("ours: {e}; Go: {theirs:?}")),
+                (Ok(_), Some(theirs)) => Err(format!("ours compiles; Go: {theirs}")),
+                (Ok(re), None) => {
+                    let mine: Vec<bool> = texts.iter().map(|t| re.is_match(t)).collect();
+                    let theirs: Vec<bool> = serde_json::from_value(go["m"].clone()).unwrap();
+                    if mine == theirs {
+                        Ok(())
+                    } else {
+                        Err(format!("on {texts:?}: ours {mine:?}, Go {theirs:?}"))
+                    }
+                }
+            };
+            if let Err(why) = verdict {
+                failures.push(format!("{pattern:?}: {why}"));
+            }
+        }
+    });
+    eprintln!("fuzz regex: {compared} patterns compared with Go, {unsupported} refused as unsupported");
+    failures.truncate(20);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

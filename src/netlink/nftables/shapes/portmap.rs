@@ -15,8 +15,10 @@
 //!
 //! Rules carry the container ID as their comment, so the reference and cnibox find (and
 //! delete) each other's rules by comment. cnibox also tags its per-container rules with the
-//! network name (a userdata TLV nft does not show), which is what lets GC of one network
-//! leave the rules of another alone.
+//! network and interface (a userdata TLV nft does not show, written by the plugin), which
+//! is what lets GC of one network leave the rules of another alone, and DEL of one
+//! interface the rules of another.
+use crate::netlink::bytes;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -239,29 +241,22 @@ fn forward_exprs(family: Family, f: &Forward) -> Vec<Expr> {
     exprs
 }
 
-/// "Forward HOST to TO:TO_PORT for container C of network N": `[ip daddr D] tcp dport P
-/// dnat to TO:PORT comment C` in `hostports`, tagged N.
-pub fn forward(tx: &mut Transaction, family: Family, f: &Forward, container: &str, network: &str) {
+/// "Forward HOST to TO:TO_PORT for container C": `[ip daddr D] tcp dport P dnat to
+/// TO:PORT comment C` in `hostports`, tagged T.
+pub fn forward(tx: &mut Transaction, family: Family, f: &Forward, container: &str, tag: &str) {
     tx.add_rule_tagged(
         &Rule::new(family, TABLE, HOSTPORTS, forward_exprs(family, f), Some(container)),
-        network,
+        tag,
     );
 }
 
-/// "Masquerade what SOURCE sends to ADDR, for container C of network N": `ip saddr SOURCE
-/// ip daddr ADDR masquerade comment C` in `masquerading`, tagged N.
-pub fn masquerade(
-    tx: &mut Transaction,
-    family: Family,
-    source: IpNetwork,
-    addr: IpAddr,
-    container: &str,
-    network: &str,
-) {
+/// "Masquerade what SOURCE sends to ADDR, for container C": `ip saddr SOURCE ip daddr
+/// ADDR masquerade comment C` in `masquerading`, tagged T.
+pub fn masquerade(tx: &mut Transaction, family: Family, source: IpNetwork, addr: IpAddr, container: &str, tag: &str) {
     let mut exprs = expr::addr(family, AddrField::Saddr, CmpOp::Eq, expr_network(source));
     exprs.extend(expr::addr(family, AddrField::Daddr, CmpOp::Eq, IpNetwork::from(addr)));
     exprs.push(Expr::Masq);
-    tx.add_rule_tagged(&Rule::new(family, TABLE, MASQUERADING, exprs, Some(container)), network);
+    tx.add_rule_tagged(&Rule::new(family, TABLE, MASQUERADING, exprs, Some(container)), tag);
 }
 
 /// The rules of one chain of the table (none without the table or the chain).
@@ -335,16 +330,14 @@ pub fn forwarded(family: Family, r: &RuleInfo) -> Option<Forward> {
             Some(Expr::Cmp {
                 op: CmpOp::Eq, data, ..
             }),
-        ) => u16::from_be_bytes(data.get(..2)?.try_into().ok()?),
+        ) => bytes::read_net16(data)?,
         _ => return None,
     };
     let (mut to, mut to_port) = (None, None);
     for x in &e[i..] {
         match x {
             Expr::Immediate { dreg, data } if *dreg == REG_1 => to = crate::netlink::wire::as_ip(data),
-            Expr::Immediate { dreg, data } if *dreg == REG_2 => {
-                to_port = Some(u16::from_be_bytes(data.get(..2)?.try_into().ok()?))
-            }
+            Expr::Immediate { dreg, data } if *dreg == REG_2 => to_port = Some(bytes::read_net16(data)?),
             Expr::Nat {
                 kind: NatKind::Dnat, ..
             } => {}

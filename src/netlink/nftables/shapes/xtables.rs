@@ -24,6 +24,7 @@
 //! Only the options cnibox writes are understood: a rule with anything else (a protocol,
 //! another match, a target extension) reads back as [`XtRule`] `None`, which callers treat
 //! as someone else's rule.
+use crate::netlink::bytes;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -265,7 +266,7 @@ fn nat_rule(family: Family, exprs: &[Option<Expr>]) -> NatRule {
             } => match loaded {
                 Loaded::Protocol if data.len() == 1 => rule.protocol = Some(data[0]),
                 Loaded::Daddr => rule.destination = as_ip(data),
-                Loaded::Dport if data.len() == 2 => rule.dport = Some(u16::from_be_bytes([data[0], data[1]])),
+                Loaded::Dport if data.len() == 2 => rule.dport = bytes::read_net16(data),
                 _ => {}
             },
             Expr::Match { .. } => {
