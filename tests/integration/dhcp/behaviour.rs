@@ -156,19 +156,28 @@ fn renewals_seen(lan: &Lan, id: &str, n: usize) {
     });
 }
 
-/// dnsmasq's shortest lease is two minutes: T1 of 3 s makes the daemon renew every 3 s,
-/// and the expiry in dnsmasq's file moves on with each renewal.
-#[test]
-fn dnsmasq_short_renewal_times_are_kept() {
+/// dnsmasq renewing every 3 s (its shortest lease is two minutes, and it sends a T1 of 3 s
+/// as given), with T2 at `t2` s and addresses from `range`, and cnibox's daemon; through a
+/// macvlan master. Also returns the server's options, to start it again.
+fn renewing_every_3s(t2: u32, range: (u8, u8)) -> (Lan, ServerOpts) {
     let mut lan = Lan::new(Uplink::Macvlan);
     let opts = ServerOpts {
         lease: 120,
         t1: Some(3),
-        t2: Some(100),
+        t2: Some(t2),
+        range,
         ..ServerOpts::default()
     };
     lan.start_server(ServerKind::Dnsmasq, &opts);
     lan.start_daemon(Which::Cnibox, DAEMON);
+    (lan, opts)
+}
+
+/// dnsmasq's shortest lease is two minutes: T1 of 3 s makes the daemon renew every 3 s,
+/// and the expiry in dnsmasq's file moves on with each renewal.
+#[test]
+fn dnsmasq_short_renewal_times_are_kept() {
+    let (lan, _) = renewing_every_3s(100, (10, 250));
     let ns = lan.env.container();
     let id = common::unique("r");
     let conf = lan.conf("1.0.0", json!({}));
@@ -210,15 +219,7 @@ fn udhcpd_short_leases_are_renewed() {
 /// rebinds (broadcast), and the server, back with its lease file, answers that.
 #[test]
 fn rebinds_after_t2_when_its_server_was_away() {
-    let mut lan = Lan::new(Uplink::Macvlan);
-    let opts = ServerOpts {
-        lease: 120,
-        t1: Some(3),
-        t2: Some(6),
-        ..ServerOpts::default()
-    };
-    lan.start_server(ServerKind::Dnsmasq, &opts);
-    lan.start_daemon(Which::Cnibox, DAEMON);
+    let (mut lan, opts) = renewing_every_3s(6, (10, 250));
     let ns = lan.env.container();
     let id = common::unique("b");
     let conf = lan.conf("1.0.0", json!({}));
@@ -238,16 +239,7 @@ fn rebinds_after_t2_when_its_server_was_away() {
 /// is no lease's any more); CHECK fails, naming both addresses; DEL releases the new lease.
 #[test]
 fn a_nak_at_renewal_acquires_again() {
-    let mut lan = Lan::new(Uplink::Macvlan);
-    let first = ServerOpts {
-        lease: 120,
-        t1: Some(3),
-        t2: Some(100),
-        range: (10, 20),
-        ..ServerOpts::default()
-    };
-    lan.start_server(ServerKind::Dnsmasq, &first);
-    lan.start_daemon(Which::Cnibox, DAEMON);
+    let (mut lan, first) = renewing_every_3s(100, (10, 20));
     let ns = lan.env.container();
     let id = common::unique("n");
     let conf = lan.conf("1.0.0", json!({}));
@@ -310,6 +302,35 @@ fn two_containers_on_one_lan() {
     released(&lan, &ipb);
 }
 
+/// One lease fails (its interface is deleted under it): at its renewal the daemon forgets
+/// it, CHECK of it fails as no lease held, its DEL succeeds; the other container's lease
+/// goes on renewing and is released by its own DEL.
+#[test]
+fn a_failed_lease_leaves_the_others_going() {
+    let (lan, _) = renewing_every_3s(100, (10, 250));
+    let conf = lan.conf("1.0.0", json!({}));
+    let (a, b) = (lan.env.container(), lan.env.container());
+    let (ida, idb) = (common::unique("fa"), common::unique("fb"));
+    let result_a = lan.call("ADD", &ida, &a, &conf).success();
+    let ipb = Lan::address_of(&lan.call("ADD", &idb, &b, &conf).success());
+    a.ip(&["link", "del", "eth0"]);
+    wait_until(SECS(15), "the failed lease forgotten", || {
+        log_has(&lan, &ida, "the lease is forgotten")
+    });
+    let before = lan.log_of(&idb).iter().filter(|l| l.contains("lease renewed")).count();
+    renewals_seen(&lan, &idb, before + 2);
+    let msg = lan.call("CHECK", &ida, &a, &with_prev(&conf, &result_a)).failure(999);
+    assert_eq!(
+        msg,
+        format!("error calling DHCP.Check: {ida}/{NETWORK}/eth0: no DHCP lease is held")
+    );
+    lan.call("DEL", &ida, &a, &with_prev(&conf, &result_a)).success();
+    assert_eq!(lan.records().len(), 1, "{:?}", lan.records());
+    assert!(b.ping(SERVER));
+    lan.call("DEL", &idb, &b, &conf).success();
+    released(&lan, &ipb);
+}
+
 /// No server answers: ADD fails as the reference's (`no more tries`) once `-resendtimeout`
 /// has passed; the container keeps nothing and the daemon no lease.
 #[test]
@@ -357,15 +378,7 @@ fn a_missing_daemon_is_a_clear_error() {
 /// record, renews it, answers CHECK, and DEL releases it.
 #[test]
 fn the_daemon_killed_and_restarted_between_add_and_del() {
-    let mut lan = Lan::new(Uplink::Macvlan);
-    let opts = ServerOpts {
-        lease: 120,
-        t1: Some(3),
-        t2: Some(100),
-        ..ServerOpts::default()
-    };
-    lan.start_server(ServerKind::Dnsmasq, &opts);
-    lan.start_daemon(Which::Cnibox, DAEMON);
+    let (mut lan, _) = renewing_every_3s(100, (10, 250));
     let ns = lan.env.container();
     let id = common::unique("k");
     let conf = lan.conf("1.0.0", json!({}));
