@@ -85,6 +85,7 @@ FOREIGN_TESTS := emulated:: in_process_chains:: \
   loopback::add_sets_lo_up_and_del_sets_it_down_every_version loopback::check_verifies_lo_is_up \
   tuning::every_case_in_1_1_0 tuning::check_reports_drift \
   host_local::add_and_del_in_every_version host_local::check_finds_the_reservation \
+  dhcp::behaviour::dnsmasq_through_a_macvlan_master dhcp::behaviour::the_daemon_killed_and_restarted_between_add_and_del \
   oci_hook::containers_get_addresses_reach_each_other_and_leave_nothing_behind \
   oci_hook::a_failing_add_fails_create_and_leaves_nothing_behind
 # Natively the 32-bit binary also runs what qemu-user cannot emulate (tc, netfilter netlink:

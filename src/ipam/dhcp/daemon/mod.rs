@@ -854,9 +854,11 @@ fn listener(path: &Path) -> Result<(UnixListener, Option<PathBuf>), String> {
             Some(1) => {
                 // a descriptor 3 closed at exec would be reused (by the signalfd) and
                 // served as a socket that never accepts
-                // SAFETY: fstat(2) writes only the struct it is given.
+                // SAFETY: a zeroed stat is a valid value of the plain C struct.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                if unsafe { libc::fstat(3, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+                // SAFETY: fstat(2) writes only the struct it is given.
+                let stat = unsafe { libc::fstat(3, &mut st) };
+                if stat != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
                     return Err("LISTEN_FDS=1, but descriptor 3 is no socket".into());
                 }
                 // SAFETY: systemd passes the socket as descriptor 3 (SD_LISTEN_FDS_START);
