@@ -174,7 +174,8 @@ fn renewing_every_3s(t2: u32, range: (u8, u8)) -> (Lan, ServerOpts) {
 }
 
 /// dnsmasq's shortest lease is two minutes: T1 of 3 s makes the daemon renew every 3 s,
-/// and the expiry in dnsmasq's file moves on with each renewal.
+/// and the expiry in dnsmasq's file moves on with each renewal. The lease's life in the
+/// daemon's log and dnsmasq's file is printed (`--nocapture`).
 #[test]
 fn dnsmasq_short_renewal_times_are_kept() {
     let (lan, _) = renewing_every_3s(100, (10, 250));
@@ -183,6 +184,7 @@ fn dnsmasq_short_renewal_times_are_kept() {
     let conf = lan.conf("1.0.0", json!({}));
     let ip = Lan::address_of(&lan.call("ADD", &id, &ns, &conf).success());
     let first = lan.lease_of(&ip).expect("the lease").expires;
+    eprintln!("dnsmasq's file after ADD: {:?}", lan.lease_of(&ip));
     renewals_seen(&lan, &id, 2);
     wait_until(SECS(5), "a later expiry in dnsmasq's file", || {
         match lan.lease_of(&ip) {
@@ -190,8 +192,14 @@ fn dnsmasq_short_renewal_times_are_kept() {
             other => Err(format!("{other:?}, first {first}")),
         }
     });
+    eprintln!("dnsmasq's file after the renewals: {:?}", lan.lease_of(&ip));
     lan.call("DEL", &id, &ns, &conf).success();
     released(&lan, &ip);
+    eprintln!(
+        "daemon's log:\n{}dnsmasq's file after DEL: {:?}",
+        lan.daemon_log(),
+        lan.leases()
+    );
 }
 
 /// udhcpd with a 3 s lease: renewed at T1 (half of it) again and again; the lease outlives
