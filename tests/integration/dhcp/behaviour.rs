@@ -561,6 +561,38 @@ fn the_daemon_takes_systemds_socket() {
     assert!(socket.exists(), "systemd's socket stays");
 }
 
+/// Socket activation with a descriptor 3 that is no socket fails at start, naming it. Before,
+/// the daemon took whatever descriptor 3 was (the test's own listener, closed at exec, left
+/// it to the signalfd) and served on it: it said it was listening and never accepted.
+#[test]
+fn the_daemon_refuses_an_activation_descriptor_that_is_no_socket() {
+    let mut lan = Lan::new(Uplink::Macvlan);
+    let log = std::fs::File::create(lan.path("activated.log")).unwrap();
+    let mut c = lan.env.host.command("unshare");
+    c.args(["-m", "--propagation", "slave", "sh", "-c"])
+        .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" dhcp daemon -statedir \"$1\" 3</dev/null")
+        .arg(common::cnibox())
+        .arg(lan.state_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    lan.daemon = Some(super::Daemon {
+        child: c.spawn().unwrap(),
+    });
+    let child = &mut lan.daemon.as_mut().unwrap().child;
+    let mut exited = None;
+    wait_until(SECS(5), "the daemon to exit", || match child.try_wait().unwrap() {
+        Some(status) => {
+            exited = Some(status);
+            Ok(())
+        }
+        None => Err("still running".into()),
+    });
+    assert!(!exited.unwrap().success());
+    let log = std::fs::read_to_string(lan.path("activated.log")).unwrap();
+    assert!(log.contains("LISTEN_FDS=1, but descriptor 3 is no socket"), "{log}");
+}
+
 /// The DEL matrix of the dhcp applet, called directly on an interface made for it, in every
 /// spec version: normal, repeated, without CNI_NETNS, the namespace deleted, the interface
 /// deleted, no prevResult, a prevResult of another version, the daemon restarted since ADD,
