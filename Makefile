@@ -82,6 +82,9 @@ FOREIGN_TESTS := emulated:: in_process_chains:: \
   veth::deconfigures_an_unconfigured_ptp_link_with_del \
   macvlan::configures_and_deconfigures_a_macvlan_link_with_add_check_del \
   macvlan::two_macvlan_containers_on_one_master_reach_each_other \
+  host_device::moves_the_link_in_and_back_in_every_version host_device::del_after_the_namespace_died \
+  tap::creates_a_persistent_tap_in_every_version tap::the_device_is_the_one_ip_tuntap_makes \
+  tap::owner_and_group_together_take_the_references_netlink_flags \
   loopback::add_sets_lo_up_and_del_sets_it_down_every_version loopback::check_verifies_lo_is_up \
   tuning::every_case_in_1_1_0 tuning::check_reports_drift \
   host_local::add_and_del_in_every_version host_local::check_finds_the_reservation \

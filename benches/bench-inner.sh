@@ -116,106 +116,8 @@ fi
 
 # ======================= growth: one network filling up =======================
 if section growth; then
-    table "Growth: $GROWTH attachments on one network, bridge+host-local with ipMasq" "cnibox" "reference" "ratio"
-    # growth_series : GROWTH ADDs on each side, then the DELs newest first. The figures are
-    # medians of the first and last GROWTH_EDGE calls of each series, measured one at a time
-    # (ADDs alternating cnibox/reference); the attachments in between are made and removed by
-    # WORKERS parallel workers, both sides at once, unmeasured (fill): the same network, store
-    # and rules as one at a time, in less wall time (the reference's DELs wait more than they
-    # compute).
-    # growth_series [ADD-COMPANION WHILE-FULL DEL-COMPANION] : the commands run in the
-    # background beside the ADD fill and the DEL fill (unmeasured work of other sections), and
-    # in the foreground while the network is full, between the measured calls
-    growth_series() {
-        local a="$WORK/gr-cnibox.json" b="$WORK/gr-reference.json" i
-        local lo=$(( GROWTH_EDGE < GROWTH ? GROWTH_EDGE : GROWTH )) hi=$(( GROWTH - GROWTH_EDGE ))
-        (( hi < lo )) && hi=$lo  # attachments lo..hi-1 are the unmeasured middle
-        instantiate "$BRIDGE_MASQ" > "$a"; instantiate "$BRIDGE_MASQ" > "$b"
-        make_containers $(( 2 * GROWTH ))
-        : > gr_add_a; : > gr_add_b; : > gr_del_a; : > gr_del_b
-        add_one() {  # I
-            local i=$1 x
-            if (( i % 2 )); then
-                x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
-                x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
-            else
-                x=$(run_plugin reference "$b" ADD "g$i" "${CTRS[2*i+1]}"); echo "$x" >> gr_add_b
-                x=$(run_plugin cnibox "$a" ADD "g$i" "${CTRS[2*i]}"); echo "$x" >> gr_add_a
-            fi
-        }
-        del_one() {  # I
-            local x
-            x=$(run_plugin cnibox "$a" DEL "g$1" "${CTRS[2*$1]}"); echo "$x" >> gr_del_a
-            x=$(run_plugin reference "$b" DEL "g$1" "${CTRS[2*$1+1]}"); echo "$x" >> gr_del_b
-        }
-        fill() {  # VERB [COMPANION] : the middle attachments of both sides in parallel, COMPANION beside them
-            local bg=""
-            say "growth: $1 of attachments $((lo + 1))-$hi, $WORKERS workers (unmeasured)${2:+, beside $2}"
-            if [ -n "${2:-}" ]; then "$2" & bg=$!; fi
-            if (( hi > lo )); then
-                for ((i = lo; i < hi; i++)); do
-                    printf '%s\n' "cnibox $a g$i ${CTRS[2*i]}" "reference $b g$i ${CTRS[2*i+1]}"
-                done > "$WORK/gr-fill"
-                export -f run_plugin jq_once stamp die; export WORK
-                # shellcheck disable=SC2016  # expanded by the worker
-                xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -L 1 \
-                    bash -c 'run_plugin "$1" "$2" '"$1"' "$3" "$4" > /dev/null' fill < "$WORK/gr-fill"
-            fi
-            if [ -n "$bg" ]; then wait "$bg" || die "growth: $2 failed"; fi
-            settle
-        }
-        for ((i = 0; i < lo; i++)); do add_one "$i"; done
-        fill ADD "${1:-}"
-        for ((i = hi; i < GROWTH; i++)); do add_one "$i"; done
-        for ((i = GROWTH - 1; i >= hi; i--)); do del_one "$i"; done
-        [ -z "${2:-}" ] || "$2"
-        fill DEL "${3:-}"
-        for ((i = lo - 1; i >= 0; i--)); do del_one "$i"; done
-        drop_containers
-    }
-    edge() { if [ "$1" = first ]; then head -n "$GROWTH_EDGE" "$2"; else tail -n "$GROWTH_EDGE" "$2"; fi | median; }
-    growth_rows() {  # VERB FILE-A FILE-B FIRST-LABEL LAST-LABEL
-        local f1a f1b l1a l1b
-        f1a=$(edge first "$2"); f1b=$(edge first "$3"); l1a=$(edge last "$2"); l1b=$(edge last "$3")
-        trow "$1, $4 (ms)" "$(ms "$f1a")" "$(ms "$f1b")" "$(ratio "$f1a" "$f1b")"
-        trow "$1, $5 (ms)" "$(ms "$l1a")" "$(ms "$l1b")" "$(ratio "$l1a" "$l1b")"
-        trow "$1 growth, $5 / $4" "$(ratio "$l1a" "$f1a")" "$(ratio "$l1b" "$f1b")" -
-    }
-    say "growth: $GROWTH attachments"
-    if want host-local; then
-        # host-local's two full stores are written beside the ADD fill and removed beside the
-        # DEL fill (disk work against plugin processes; none of it measured), and its rows are
-        # measured in between, with nothing in the background
-        hl_setup
-        growth_series hl_fill_stores hl_measure hl_remove_stores
-        HL_DONE=1
-    else
-        growth_series
-    fi
-    growth_rows ADD gr_add_a gr_add_b "attachments 1-$GROWTH_EDGE" "attachments $((GROWTH - GROWTH_EDGE + 1))-$GROWTH"
-    # the DELs ran newest first: the first ones had GROWTH attachments on the network
-    tac gr_del_a > gr_del_a.oldest; tac gr_del_b > gr_del_b.oldest
-    growth_rows DEL gr_del_a.oldest gr_del_b.oldest "the last $GROWTH_EDGE (<=$GROWTH_EDGE left)" "the first $GROWTH_EDGE ($GROWTH attached)"
-
-    # parallel: GROWTH ADDs then DELs from WORKERS workers, one network per side
-    parallel_run() {  # IMPL -> PAR_ADD PAR_DEL (µs)
-        local impl=$1 cf="$WORK/par-$1.json" t0 t1
-        instantiate "$BRIDGE_MASQ" > "$cf"
-        make_containers "$GROWTH"
-        printf '%s\n' "${CTRS[@]}" > "$WORK/par-ctrs"
-        one() { run_plugin "$1" "$2" "$3" "p$4" "$4" > /dev/null; }
-        export -f one run_plugin jq_once stamp die; export WORK
-        jq_once "$cf" type .type  # as every other runner does, before its measured calls
-        # RUN_SLOT (0..WORKERS-1): each running worker's own output file in run_plugin
-        stamp t0; xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -I{} bash -c "one $impl $cf ADD {}" < "$WORK/par-ctrs"; stamp t1; PAR_ADD=$((t1 - t0))
-        stamp t0; xargs -P "$WORKERS" --process-slot-var=RUN_SLOT -I{} bash -c "one $impl $cf DEL {}" < "$WORK/par-ctrs"; stamp t1; PAR_DEL=$((t1 - t0))
-        drop_containers
-    }
-    say "parallel: $GROWTH ADDs, $WORKERS workers"
-    parallel_run cnibox; pa_add=$PAR_ADD; pa_del=$PAR_DEL
-    parallel_run reference; pb_add=$PAR_ADD; pb_del=$PAR_DEL
-    trow "$GROWTH parallel ADDs, $WORKERS workers (s)" "$(secs "$pa_add")" "$(secs "$pb_add")" "$(ratio "$pa_add" "$pb_add")"
-    trow "$GROWTH parallel DELs, $WORKERS workers (s)" "$(secs "$pa_del")" "$(secs "$pb_del")" "$(ratio "$pa_del" "$pb_del")"
+    # shellcheck source=benches/growth.sh
+    source "$BENCH_DIR/growth.sh"
 fi
 
 # ======================= single plugins without masquerade, and the kernel floor =======================
@@ -232,6 +134,8 @@ if section plugins; then
         make_containers "$N"
         for ((i = 1; i <= N; i++)); do
             c=${CTRS[i-1]}
+            # host-device moves a link that exists: made before the clock starts
+            [ "$kind" != host-device ] || ip link add "fl$i" type veth peer name "fl${i}p"
             stamp t0
             case $kind in
             bridge)
@@ -243,6 +147,11 @@ if section plugins; then
             macvlan)
                 printf 'link add link mvmaster name fl%s netns %s type macvlan mode bridge\n' "$i" "$c" | ip -batch -
                 printf 'link set fl%s name eth0\naddr add 10.79.0.%s/24 dev eth0\nlink set eth0 up\nroute add default via 10.79.0.1\n' "$i" "$((i+1))" | ip -n "$c" -batch - ;;
+            host-device)
+                printf 'link set fl%s netns %s name eth0\n' "$i" "$c" | ip -batch -
+                printf 'addr add 10.80.0.%s/24 dev eth0\nlink set eth0 up\n' "$((i+1))" | ip -n "$c" -batch - ;;
+            tap)
+                printf 'tuntap add mode tap name eth0\naddr add 10.81.0.%s/24 dev eth0\nlink set eth0 up\n' "$((i+1))" | ip -n "$c" -batch - ;;
             esac
             stamp t1; echo $((t1 - t0)) >> fadd
         done
@@ -250,7 +159,8 @@ if section plugins; then
             c=${CTRS[i-1]}
             stamp t0
             case $kind in
-            macvlan) ip -n "$c" link del eth0 ;;
+            macvlan|tap) ip -n "$c" link del eth0 ;;
+            host-device) ip -n "$c" link set eth0 netns "$HOSTNS" name "fl$i" ;;
             *) ip link del "fl$i" ;;
             esac
             stamp t1; echo $((t1 - t0)) >> fdel
@@ -272,8 +182,38 @@ if section plugins; then
     plain_row "bridge+host-local" "$BRIDGE" bridge
     plain_row "veth+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"veth",'$IPAM'}' veth
     plain_row "macvlan+host-local" '{"cniVersion":"1.0.0","name":"@NET@","type":"macvlan","master":"mvmaster",'$IPAM'}' macvlan
+    # the notes go under the table, after its last row
+    PLUGIN_NOTES=()
+    # host-device: each attachment moves a veth end made for it before the clock starts
+    run_hostdev() {  # IMPL TEMPLATE-FILE VERB ID NETNS
+        local dev="hd${4//[^0-9a-z]/}" cf="$WORK/hd-$1-$4.json"
+        if [ "$3" = ADD ]; then
+            ip link add "$dev" type veth peer name "${dev}p"; ip link set "$dev" up
+            sed "s/@DEV@/$dev/" "$2" > "$cf"
+        fi
+        run_plugin "$1" "$cf" "$3" "$4" "$5"
+    }
+    key="p$((++ROW_NO))"; a="$WORK/p$ROW_NO-cnibox.json"; b="$WORK/p$ROW_NO-reference.json"
+    HOSTDEV='{"cniVersion":"1.0.0","name":"@NET@","type":"host-device","device":"@DEV@","dataDir":"@DATA@/host-device",'$IPAM'}'
+    instantiate "$HOSTDEV" > "$a"; instantiate "$HOSTDEV" > "$b"
+    say "host-device+host-local"
+    floor host-device
+    compare "$key" "run_hostdev cnibox $a" "run_hostdev reference $b"
+    trow "host-device+host-local ADD" "$(ms "${MED[$key,0,ADD]}")" "$(ms "${MED[$key,1,ADD]}")" "$(ms "$FLOOR_ADD")" "${RAT[$key,1,ADD]}"
+    trow "host-device+host-local DEL" "$(ms "${MED[$key,0,DEL]}")" "$(ms "${MED[$key,1,DEL]}")" "$(ms "$FLOOR_DEL")" "${RAT[$key,1,DEL]}"
+    # tap: Debian ships no tap plugin, so cnibox stands beside the floor alone
+    key="p$((++ROW_NO))"; a="$WORK/p$ROW_NO-cnibox.json"
+    instantiate '{"cniVersion":"1.0.0","name":"@NET@","type":"tap",'$IPAM'}' > "$a"
+    say "tap+host-local"
+    floor tap
+    compare "$key" "run_plugin cnibox $a"
+    trow "tap+host-local ADD" "$(ms "${MED[$key,0,ADD]}")" "n/a" "$(ms "$FLOOR_ADD")" "n/a"
+    trow "tap+host-local DEL" "$(ms "${MED[$key,0,DEL]}")" "n/a" "$(ms "$FLOOR_DEL")" "n/a"
+    PLUGIN_NOTES+=("host-device: each attachment moves a veth end made for it before the measured call. tap: Debian's"
+        "containernetworking-plugins 1.1.1 has no tap plugin, so there is no reference column.")
     # shellcheck source=benches/kind-rows.sh
     source "$BENCH_DIR/kind-rows.sh"
+    (( ${#PLUGIN_NOTES[@]} == 0 )) || tnote "${PLUGIN_NOTES[@]}"
 fi
 
 # ======================= masquerade: bridge and veth with ipMasq =======================
@@ -342,7 +282,7 @@ if section resources; then
 fi
 
 echo
-echo "cnibox bench: N=$N rounds per figure (median), HOST_LOCAL_N=$HOST_LOCAL_N, GROWTH=$GROWTH, WORKERS=$WORKERS, STORE_SIZE=$STORE_SIZE;" \
+echo "cnibox bench: N=$N rounds per figure (median), HOST_LOCAL_N=$HOST_LOCAL_N, GROWTH_POINTS=${GROWTH_POINTS// /,}, GROWTH=$GROWTH, WORKERS=$WORKERS, STORE_SIZE=$STORE_SIZE;" \
     "$(nproc) cores, kernel $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), $(( $(date +%s) - BENCH_START )) s"
 echo
 print_tables

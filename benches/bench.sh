@@ -10,8 +10,14 @@
 #   N             rounds per figure of the comparison tables and floors (9)
 #   HOST_LOCAL_N  rounds of the host-local steady state (5, or N when N is given: the
 #                 reference takes ~1 s per call on the full store)
-#   GROWTH        attachments on one network, and parallel ADDs (250)
-#   GROWTH_EDGE   calls measured at each end of the growth series (10)
+#   GROWTH        the growth curve's largest network before the long run, and the parallel
+#                 ADDs (250)
+#   GROWTH_POINTS network sizes of the growth curve (1, 50, 100 and GROWTH, and 1000 when N
+#                 is 15 or more: the long run)
+#   GROWTH_EDGE   calls measured at each size of the growth curve (10)
+#   GROWTH_PLOT   the growth curve's picture (target/bench/growth.svg; its data beside it)
+#   GROWTH_SETTLE seconds of pause after each unmeasured ADD fill of the growth curve, for
+#                 the new interfaces' IPv6 start-up to end (10)
 #   WORKERS       parallel workers (10)
 #   STORE_SIZE    host-local reservations (60000)
 #   SETTLE        seconds of pause once a deleted namespace's links are gone (0.3)
@@ -27,6 +33,13 @@ HOST_LOCAL_N=${HOST_LOCAL_N:-${N:-5}}
 N=${N:-9}
 GROWTH=${GROWTH:-250}
 GROWTH_EDGE=${GROWTH_EDGE:-10}
+GROWTH_SETTLE=${GROWTH_SETTLE:-10}
+if [ -z "${GROWTH_POINTS:-}" ]; then
+    GROWTH_POINTS=""
+    for p in 1 50 100; do (( p < GROWTH )) && GROWTH_POINTS+="$p "; done
+    GROWTH_POINTS+=$GROWTH
+    (( N >= 15 && GROWTH < 1000 )) && GROWTH_POINTS+=" 1000"
+fi
 WORKERS=${WORKERS:-10}
 STORE_SIZE=${STORE_SIZE:-60000}
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +50,14 @@ ROOT=$(cd "$BENCH_DIR/.." && pwd)
 [ -x "$BIN" ] || { echo "bench: no binary at $BIN (run make first)" >&2; exit 1; }
 [ -x "$REF/bridge" ] || { echo "bench: the reference plugins are missing: run 'sudo make test-deps'" >&2; exit 1; }
 (( GROWTH_EDGE <= GROWTH )) || { echo "bench: GROWTH_EDGE must not exceed GROWTH" >&2; exit 1; }
+# ascending network sizes from 1 to 1,000 (a bridge holds 1,024 ports)
+prev=0
+for p in $GROWTH_POINTS; do
+    [[ $p =~ ^[0-9]+$ ]] && (( p > prev && p <= 1000 )) \
+        || { echo "bench: GROWTH_POINTS must be ascending network sizes from 1 to 1000 (got: $GROWTH_POINTS)" >&2; exit 1; }
+    prev=$p
+done
+GROWTH_PLOT=${GROWTH_PLOT:-$(cd "$(dirname "$0")/.." && pwd)/target/bench/growth.svg}
 
 WORK=$(mktemp -d /tmp/cnibox-bench.XXXXXX)
 HOSTNS=cbbench$$
@@ -73,5 +94,5 @@ for nv in /usr/lib/podman/netavark /usr/libexec/podman/netavark "$(command -v ne
     if [ -x "$nv" ]; then NETAVARK=$nv; NETAVARK_MISSING=""; break; fi
 done
 
-export BIN REF N HOST_LOCAL_N GROWTH GROWTH_EDGE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
+export BIN REF N HOST_LOCAL_N GROWTH GROWTH_POINTS GROWTH_EDGE GROWTH_PLOT GROWTH_SETTLE WORKERS STORE_SIZE WORK HOSTNS BENCH_DIR BENCH_START NETAVARK NETAVARK_MISSING
 ip netns exec "$HOSTNS" bash "$BENCH_DIR/bench-inner.sh"

@@ -1,7 +1,8 @@
 # Rows of make bench's "plugins" table for the plugins whose link kind a kernel may be
 # built without (sourced by bench-inner.sh): dummy, ipvlan, vlan, vrf. Where the kernel has
 # the kind they are measured as the other single plugins (cnibox alone where Debian ships
-# no reference); where it has not, the row says why instead of a number.
+# no reference); where it has not, the row says why instead of a number. Their notes join
+# PLUGIN_NOTES, which bench-inner.sh prints under the table.
 
 # kind_missing KIND : prints why a link of KIND cannot be made here (the message cnibox's
 # applet fails with) and succeeds; fails when the kernel has the kind
@@ -51,7 +52,7 @@ kind_row() {
     if reason=$(kind_missing "$kind"); then
         trow "$label ADD" - - - "not run"
         trow "$label DEL" - - - "not run"
-        KIND_NOTES+=("$label not run: $reason.")
+        PLUGIN_NOTES+=("$label not run: $reason.")
         return 0
     fi
     a="$WORK/p$ROW_NO-cnibox.json"; b="$WORK/p$ROW_NO-reference.json"
@@ -67,14 +68,10 @@ kind_row() {
             trow "$label $verb" "$(ms "${MED[$key,0,$verb]}")" "none" - -
         fi
     done
-    [ -x "$REF/$kind" ] || KIND_NOTES+=("$label: Debian ships no $kind reference plugin; cnibox alone.")
+    [ -x "$REF/$kind" ] || PLUGIN_NOTES+=("$label: Debian ships no $kind reference plugin; cnibox alone.")
 }
-
-# the notes go under the table, after its last row
-KIND_NOTES=()
 
 kind_row "ipvlan+host-local" ipvlan '{"cniVersion":"1.0.0","name":"@NET@","type":"ipvlan","master":"mvmaster",'"$IPAM"'}'
 kind_row "vlan+host-local" vlan '{"cniVersion":"1.0.0","name":"@NET@","type":"vlan","master":"mvmaster","vlanId":2,'"$IPAM"'}' run_vlan
 kind_row "dummy+host-local" dummy '{"cniVersion":"1.0.0","name":"@NET@","type":"dummy",'"$IPAM"'}'
 kind_row "vrf (after a veth)" vrf '{"cniVersion":"1.0.0","name":"@NET@","type":"vrf","vrfname":"blue"}' run_vrf
-(( ${#KIND_NOTES[@]} == 0 )) || tnote "${KIND_NOTES[@]}"

@@ -71,6 +71,16 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::plugins::vrf::Vrf),
     },
     Applet {
+        name: "host-device",
+        summary: "move an existing host link into the container (back on DEL)",
+        kind: Kind::Plugin(&crate::plugins::host_device::HostDevice),
+    },
+    Applet {
+        name: "tap",
+        summary: "a tap device in the container (for a VM), optionally on a bridge there",
+        kind: Kind::Plugin(&crate::plugins::tap::TapPlugin),
+    },
+    Applet {
         name: "portmap",
         summary: "forward host ports to the container (chained; nftables or iptables)",
         kind: Kind::Plugin(&crate::plugins::portmap::Portmap),
@@ -170,8 +180,10 @@ fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
         // `find` resolves aliases
         Kind::Alias(target) => unreachable!("alias of {target} not resolved"),
     };
-    // Before `exit`: the process's own close of a netfilter socket would wait for the kernel.
+    // Before `exit`: the process's own close of a netfilter socket, or of a private procfs
+    // instance, would wait for the kernel.
     crate::netlink::nftables::close_shared();
+    crate::sysctl::close_shared();
     code
 }
 

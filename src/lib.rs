@@ -4,7 +4,7 @@
 //! is docs/architecture.md; each module's own documentation says what it holds. In short:
 //! [`applets`] is the table of applets at the top; [`plugins`] and [`ipam`] are the plugin
 //! applets, built from [`plugin_kit`] and [`firewall_rules`]; [`runtime`] and [`hook`] run
-//! plugins; [`cni`] is the protocol; [`netlink`], [`netns`] and [`sysctl`] are the kernel;
+//! plugins; [`cni`] is the protocol; [`netlink`], [`netns`], [`sysctl`] and [`tun`] are the kernel;
 //! [`util`] holds self-contained helpers.
 pub mod applets;
 pub mod cni;
@@ -17,4 +17,5 @@ pub mod plugin_kit;
 pub mod plugins;
 pub mod runtime;
 pub mod sysctl;
+pub mod tun;
 pub mod util;

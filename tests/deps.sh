@@ -4,14 +4,14 @@
 # tests (runc too); jq: test plugins; containernetworking-plugins: the Go reference plugins used as an
 # oracle; busybox-static: container rootfs; iputils-ping: connectivity checks; golang-go and
 # golang-github-appc-cni-dev: the libcni interop test; time/strace, go-cni (containerd's
-# client library) and netavark (podman's network backend): make bench; docker.io: the Docker
-# tests (dockerd 20.10 with containerd 1.6; the tests run their own daemons); qemu-user-static:
-# the arm64 tests (make test-arm64; its binfmt entry is registered by tests/binfmt.sh);
-# dnsmasq-base (the binary without its system service) and busybox-static's udhcpd: the DHCP
-# servers of the dhcp tests.
+# client library), netavark (podman's network backend) and gnuplot-nox (the growth curve's
+# picture): make bench; docker.io: the Docker tests (dockerd 20.10 with containerd 1.6; the
+# tests run their own daemons); qemu-user-static: the arm64 tests (make test-arm64; its binfmt
+# entry is registered by tests/binfmt.sh); dnsmasq-base (the binary without its system
+# service) and busybox-static's udhcpd: the DHCP servers of the dhcp tests.
 set -eu
 PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file dnsmasq-base \
-golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark docker.io \
+golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark gnuplot-nox docker.io \
 qemu-user-static"
 [ "$#" -gt 0 ] && PKGS="$*"
 missing=""

@@ -190,9 +190,9 @@ pub fn bridge_requested_mac(req: &Request) -> Result<Option<String>, Error> {
     Ok(from_runtime.or(from_args).or(from_env))
 }
 
-/// The MAC the macvlan plugin gives its link:
+/// The MAC the macvlan and tap plugins give the link they create:
 /// config `mac` < `CNI_ARGS` `MAC` < `runtimeConfig.mac` (later wins).
-pub fn macvlan_requested_mac(req: &Request) -> Result<Option<String>, Error> {
+pub fn link_requested_mac(req: &Request) -> Result<Option<String>, Error> {
     let decode = |e: Error| e.context("failed to load netconf");
     let from_config = match &req.config {
         Json::Object(_) => {
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn macvlan_mac_precedence() {
-        let m = |config: Value, a: &str| macvlan_requested_mac(&req(config, a)).unwrap();
+        let m = |config: Value, a: &str| link_requested_mac(&req(config, a)).unwrap();
         let conf_mac = json!({"mac": "aa:aa:aa:aa:aa:01"});
         assert_eq!(m(json!({}), ""), None);
         assert_eq!(m(conf_mac.clone(), "").as_deref(), Some("aa:aa:aa:aa:aa:01"));
@@ -544,7 +544,7 @@ mod tests {
     fn cni_args_errors_surface() {
         let e = bridge_requested_mac(&req(json!({}), "K8S_POD_NAME=p")).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: unknown args ["K8S_POD_NAME=p"]"#);
-        let e = macvlan_requested_mac(&req(json!({}), "MAC")).unwrap_err();
+        let e = link_requested_mac(&req(json!({}), "MAC")).unwrap_err();
         assert_eq!(e.msg, r#"ARGS: invalid pair "MAC""#);
     }
 

@@ -1,6 +1,6 @@
 //! Go's `net` parsing, as the reference's JSON decoding uses it: one reader each for
 //! `net.ParseIP`, `net.ParseCIDR` and a `net.IP` member, shared by results and IPAM configs
-//! so that both accept the same text and word their errors the same.
+//! so that both accept the same text and word their errors the same; and `net.ParseMAC`.
 use super::json::{self, Fields, Json};
 use super::Error;
 use ipnetwork::IpNetwork;
@@ -56,10 +56,83 @@ pub fn network_of(net: IpNetwork) -> IpNetwork {
     IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
 }
 
+/// Go's `net.ParseMAC`: 6, 8 or 20 bytes written as `aa:bb:…`, `aa-bb-…` or `aabb.ccdd.…`,
+/// any case. The error is Go's `address <s>: invalid MAC address`.
+pub fn parse_mac(s: &str) -> Result<Vec<u8>, String> {
+    let bad = || format!("address {s}: invalid MAC address");
+    let b = s.as_bytes();
+    let hex2 = |at: usize| -> Option<u8> {
+        let pair = b.get(at..at + 2)?;
+        u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16)
+            .ok()
+            .filter(|_| pair.iter().all(u8::is_ascii_hexdigit))
+    };
+    if b.len() < 14 {
+        return Err(bad());
+    }
+    let (group, sep) = match (b[2], b[4]) {
+        (b':' | b'-', _) => (1, b[2]),
+        (_, b'.') => (2, b'.'),
+        _ => return Err(bad()),
+    };
+    // a group is `group` bytes as 2*group hex digits, then the separator (none at the end)
+    let stride = 2 * group + 1;
+    if (b.len() + 1) % stride != 0 {
+        return Err(bad());
+    }
+    let n = group * (b.len() + 1) / stride;
+    if ![6, 8, 20].contains(&n) {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(n);
+    for g in 0..n / group {
+        let at = g * stride;
+        if at + 2 * group < b.len() && b[at + 2 * group] != sep {
+            return Err(bad());
+        }
+        for i in 0..group {
+            out.push(hex2(at + 2 * i).ok_or_else(bad)?);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn mac_addresses_parse_as_go_parses_them() {
+        let six = vec![0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee];
+        assert_eq!(parse_mac("02:aa:bb:cc:dd:ee").unwrap(), six);
+        assert_eq!(parse_mac("02-AA-bb-CC-dd-EE").unwrap(), six);
+        assert_eq!(parse_mac("02aa.bbcc.ddee").unwrap(), six);
+        assert_eq!(parse_mac("00:00:00:00:fe:80:00:00").unwrap().len(), 8);
+        assert_eq!(
+            parse_mac("00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01")
+                .unwrap()
+                .len(),
+            20
+        );
+        for bad in [
+            "zz",
+            "02:aa:bb:cc:dd",
+            "02:aa:bb:cc:dd:ee:",
+            "02:aa-bb:cc:dd:ee",
+            "02:aa:bb:cc:dd:eg",
+            "0:aa:bb:cc:dd:eee",
+            "02aa.bbcc.ddee.",
+            "02:aa:bb:cc:dd:ee:ff",
+            "+2:aa:bb:cc:dd:ee",
+        ] {
+            assert_eq!(
+                parse_mac(bad),
+                Err(format!("address {bad}: invalid MAC address")),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn cidr_keeps_host_bits_and_family() {

@@ -12,6 +12,12 @@
 //!   network and a chain `CNI-<hash(network/ID/ifname)>` to every further one, whose rules'
 //!   comment names the interface too (see [`shared_chain`](super::shared_chain)).
 //!
+//! cnibox also keeps an index of the attachments that have nftables rules, with their rules'
+//! handles (a map in the same table, see the shape), so an ADD reads `masq_checks` only
+//! when its attachment already has rules there and a DEL deletes by handle; a DEL of an
+//! attachment the index does not have, and GC, read the chain, to find the reference's
+//! rules too.
+//!
 //! Unlike the reference, teardown needs no addresses: nftables rules are found by their
 //! comment hash and iptables rules by the chain they jump to. That is what lets DEL without
 //! a netns (and without a prevResult) still remove the rules; addresses only tell whether a
@@ -121,7 +127,7 @@ pub fn teardown(att: Attachment, this: &Interface) -> Result<(), Error> {
             errors.push(e.to_string());
         }
     }
-    if let Err(e) = nft_delete_matching(&instance_hash(att), |_| true) {
+    if let Err(e) = nft_teardown(att) {
         errors.push(e.to_string());
     }
     if errors.is_empty() {
@@ -139,17 +145,29 @@ pub fn undo_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), Error> {
 /// Remove the nftables rules of `network` whose attachment is not in `valid`
 /// ((container ID, ifname) pairs). The iptables layout cannot be attributed to a network.
 pub fn gc(network: &str, valid: &[(String, String)]) -> Result<(), Error> {
-    let keep: Vec<String> = valid
+    let valid: Vec<Attachment> = valid
         .iter()
-        .map(|(cid, ifname)| {
-            comment(Attachment {
-                network,
-                ifname,
-                container_id: cid,
-            })
+        .map(|(cid, ifname)| Attachment {
+            network,
+            ifname,
+            container_id: cid,
         })
         .collect();
-    nft_delete_matching(&hash16(network), |c| !keep.iter().any(|k| k == c))
+    let keep: Vec<String> = valid.iter().map(|a| comment(*a)).collect();
+    let keep_keys: Vec<shape::AttachmentKey> = valid.iter().map(|a| index_key(*a)).collect();
+    // the network's half of every key of the network
+    let network_half = index_key(Attachment {
+        network,
+        ifname: "",
+        container_id: "",
+    });
+    let stale = |nft: &Nftables| {
+        Ok(shape::indexed(nft)?
+            .into_iter()
+            .filter(|k| k[..8] == network_half[..8] && !keep_keys.contains(k))
+            .collect())
+    };
+    nft_gc(&hash16(network), |c| !keep.iter().any(|k| k == c), stale)
 }
 
 fn hash_hex(input: &str, len: usize) -> String {
@@ -198,6 +216,12 @@ enum NftFailure {
     Failed(Error),
 }
 
+/// The attachment's rules, after the layout where it is missing, then the attachment in
+/// the index with their handles (a second commit: the kernel gives the handles at the
+/// first). Its stale rules (an ADD repeated without a DEL in between) are looked for only
+/// when the index has the attachment: reading all of `masq_checks` on every ADD was the
+/// part of an ADD that grew with the node. (The rules stand without their element between
+/// the two commits: a DEL then finds them by comment.)
 fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     let op = "set up nftables masquerade";
     let failed = |e: crate::netlink::Error| {
@@ -209,27 +233,104 @@ fn nft_setup(att: Attachment, addrs: &[IpNetwork]) -> Result<(), NftFailure> {
     };
     let nft = Nftables::shared().map_err(failed)?;
     let prefix = instance_hash(att);
+    let key = index_key(att);
     let c = comment(att);
-    nft.commit_planned(
+    let echoed = nft.commit_planned_echoed(
         ATTEMPTS,
         |nft| {
             let now = shape::state(nft).map_err(failed)?;
             let mut tx = Transaction::new();
             tx.declare(&shape::layout(), &now);
-            for (handle, _) in shape::rules_in(&now).iter().filter(|(_, c)| c.starts_with(&prefix)) {
-                shape::delete(&mut tx, *handle);
-            }
+            plan_removal(nft, &mut tx, &prefix, &key, Removal::Add).map_err(failed)?;
             for a in addrs {
                 shape::masquerade(&mut tx, a.ip(), network_of(*a), &c);
             }
             Ok(tx)
         },
         failed,
+    )?;
+    let handles = shape::handles_in(&echoed, &c);
+    let mut tx = Transaction::new();
+    // without every handle, none: its rules are then found by their comment
+    shape::index(&mut tx, &key, if handles.len() == addrs.len() { &handles } else { &[] });
+    nft.commit(tx).map_err(failed)
+}
+
+/// Deletes the attachment's rules, and its element in the index.
+fn nft_teardown(att: Attachment) -> Result<(), Error> {
+    let op = "delete nftables masquerade rules";
+    let nft = match Nftables::shared() {
+        Ok(n) => n,
+        Err(e) if e.is_netfilter_missing() => return Ok(()),
+        Err(e) => return Err(err(op, e)),
+    };
+    let (prefix, key) = (instance_hash(att), index_key(att));
+    let mut attempt = 0;
+    nft.commit_planned(
+        ATTEMPTS,
+        |nft| {
+            attempt += 1;
+            let mut tx = Transaction::new();
+            let first_attempt = attempt == 1;
+            plan_removal(nft, &mut tx, &prefix, &key, Removal::Del { first_attempt }).map_err(|e| err(op, e))?;
+            Ok(tx)
+        },
+        |e| err(op, e),
     )
 }
 
-/// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`.
-fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), Error> {
+/// Whose removal of an attachment's rules [`plan_removal`] plans.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Removal {
+    /// An ADD's, of what an earlier ADD of the attachment left: nothing when the index does
+    /// not have the attachment (cnibox made no rules for it); else every rule with its
+    /// comment, read from the chain, as the reference's ADD replaces them (a repeated ADD
+    /// is rare, and the chain is the only place rules another implementation added meanwhile
+    /// are seen).
+    Add,
+    /// A DEL's: by the handles the index has on the first attempt (a rule gone since,
+    /// deleted by another implementation, makes the commit fail as stale, and the next
+    /// attempt reads the chain); by comment in all of `masq_checks` when the index has no
+    /// handles or no element (the reference, or an older cnibox, made the rules).
+    Del { first_attempt: bool },
+}
+
+/// Plans the deletion of the attachment's rules (those commented with `prefix`) and of its
+/// element in the index.
+fn plan_removal(
+    nft: &Nftables,
+    tx: &mut Transaction,
+    prefix: &str,
+    key: &shape::AttachmentKey,
+    removal: Removal,
+) -> crate::netlink::Result<()> {
+    let indexed = shape::indexed_rules(nft, key)?;
+    match (&indexed, removal) {
+        (None, Removal::Add) => {}
+        (Some(handles), Removal::Del { first_attempt: true }) if !handles.is_empty() => {
+            for h in handles {
+                shape::delete(tx, *h);
+            }
+        }
+        _ => {
+            for (h, _) in shape::rules(nft)?.iter().filter(|(_, c)| c.starts_with(prefix)) {
+                shape::delete(tx, *h);
+            }
+        }
+    }
+    if indexed.is_some() {
+        shape::unindex(tx, key);
+    }
+    Ok(())
+}
+
+/// Deletes the `masq_checks` rules whose comment starts with `prefix` and passes `also`,
+/// and the index's elements `stale_keys` names, in one transaction.
+fn nft_gc(
+    prefix: &str,
+    also: impl Fn(&str) -> bool,
+    stale_keys: impl Fn(&Nftables) -> crate::netlink::Result<Vec<shape::AttachmentKey>>,
+) -> Result<(), Error> {
     let op = "delete nftables masquerade rules";
     let nft = match Nftables::shared() {
         Ok(n) => n,
@@ -245,10 +346,24 @@ fn nft_delete_matching(prefix: &str, also: impl Fn(&str) -> bool) -> Result<(), 
                     shape::delete(&mut tx, h);
                 }
             }
+            for key in stale_keys(nft).map_err(|e| err(op, e))? {
+                shape::unindex(&mut tx, &key);
+            }
             Ok(tx)
         },
         |e| err(op, e),
     )
+}
+
+/// The attachment's key in the index: the 16 bytes its comment's hash spells in hex.
+fn index_key(att: Attachment) -> shape::AttachmentKey {
+    let mut key = [0u8; 16];
+    let hex: Vec<u8> = instance_hash(att).bytes().filter(|b| *b != b'-').collect();
+    for (k, pair) in key.iter_mut().zip(hex.chunks(2)) {
+        let digit = |b: u8| (b as char).to_digit(16).expect("sha512 hex") as u8;
+        *k = digit(pair[0]) << 4 | digit(pair[1]);
+    }
+    key
 }
 
 /// `CNI-` + sha512(network + container ID), 28 characters, as the reference names it: the

@@ -76,11 +76,9 @@ fn ipnet_member(addr: &Fields, index: usize) -> Result<Option<IpNetwork>, Error>
             return Err(json::type_error(v, PATH, "net.IPNet"));
         }
         let net = json::as_object(v, PATH)?;
-        if let Some(text) = json::value_field(&net, "IP", "net.IP", |v| {
-            v.as_str()
-                .ok_or_else(|| json::type_error(v, "IPNet.ipam.addresses.Address.IP", "net.IP"))
-        })? {
-            ip = netaddr::parse_ip_text(text)?;
+        // a net.IP is a slice: `null` (or "") written last makes it nil, so the text is read
+        if net.written("IP", "net.IP").next().is_some() {
+            ip = netaddr::opt_ip(&net, "IP", "IPNet.ipam.addresses.Address.IP")?;
         }
         mask = match json::nullable_field(&net, "Mask", "net.IPMask", mask_bytes)? {
             Some(m) => Some(m),
@@ -150,13 +148,7 @@ fn address(v: &Json, index: usize) -> Result<Entry, Error> {
     // `address` and the untagged `Address` fold together: an exact `Address` is the net.IPNet
     let text = fields.shadowed_by("Address");
     let text = json::opt_str(&text, "address", &format!("{PATH}.address"))?.unwrap_or_default();
-    let gateway = json::value_field(&fields, "gateway", "net.IP", |v| {
-        v.as_str()
-            .ok_or_else(|| json::type_error(v, &format!("{PATH}.gateway"), "net.IP"))
-    })?
-    .map(netaddr::parse_ip_text)
-    .transpose()?
-    .flatten();
+    let gateway = netaddr::opt_ip(&fields, "gateway", &format!("{PATH}.gateway"))?;
     let parsed = ipnet_member(&fields, index)?;
     json::opt_str(&fields, "Version", &format!("{PATH}.Version"))?;
     Ok(Entry {
@@ -383,6 +375,26 @@ mod tests {
             "invalid address 0: the mask of 'Address' is not a prefix mask of 4 bytes"
         );
         assert_eq!(err(json!({"Address": {"IP": "x"}})), "invalid IP address: x");
+    }
+
+    /// A `net.IP` is a slice: Go's `null` written after a value makes it nil. Before, the
+    /// gateway kept the value (the reference's result has none), and the `IP` of an
+    /// `Address` kept it too (the reference then reads the empty text and fails).
+    #[test]
+    fn a_null_written_last_makes_the_gateway_and_the_address_ip_nil() {
+        let one = |a: Value| load_with(ipam(json!({"addresses": [a]})), "");
+        // serde_json sorts keys: "GATEWAY" comes first
+        let conf = one(json!({"address": "10.0.0.2/24", "GATEWAY": "10.0.0.1", "gateway": null})).unwrap();
+        assert_eq!(conf.addresses, [("10.0.0.2/24".parse().unwrap(), None)]);
+        assert_eq!(
+            one(json!({"Address": {"IP": "10.0.0.9", "ip": null, "Mask": "////AA=="}})).unwrap_err(),
+            "the 'address' field is expected to be in CIDR notation, got: ''"
+        );
+        assert_eq!(
+            one(json!({"Address": {"Mask": "x"}})).unwrap_err(),
+            "illegal base64 data at input byte 0",
+            "Go's words for a mask that is no base64"
+        );
     }
 
     #[test]

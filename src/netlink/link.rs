@@ -20,6 +20,8 @@ const IFF_UP: u32 = 0x1;
 const IFF_PROMISC: u32 = 0x100;
 const IFF_ALLMULTI: u32 = 0x200;
 const IFF_LOWER_UP: u32 = 0x10000;
+/// `struct ifinfomsg`: the fixed header in front of a link message's attributes.
+pub(crate) const IFINFOMSG_LEN: usize = 16;
 
 /// A network interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,9 @@ pub struct Link {
     pub txqlen: u32,
     /// All ifi_flags bits, for anything not broken out above.
     pub flags: u32,
+    /// IFLA_IFALIAS, the free-form description (`ip link set … alias …`); None when unset
+    /// or empty.
+    pub alias: Option<String>,
 }
 
 impl Link {
@@ -187,15 +192,20 @@ impl<T: Transport> Handle<T> {
 
     fn find_link(&self, link: LinkRef<'_>) -> Result<Option<Link>> {
         let op = Op::new("get", link.to_string());
-        let (b, a) = link_msg(&op, link, wire::AF_UNSPEC)?;
-        match self.get(&op, wire::RTM_GETLINK, finish(&op, b, a)?) {
-            Ok(msgs) => match msgs.iter().find(|m| m.kind == wire::RTM_NEWLINK) {
-                Some(m) => Ok(Some(decode_link(&op, m)?)),
-                None => Ok(None),
-            },
+        match self.link_message(&op, link) {
+            Ok(m) => Ok(Some(decode_link(&op, &m)?)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The kernel's RTM_NEWLINK about one link; NotFound when there is none.
+    pub(crate) fn link_message(&self, op: &Op, link: LinkRef<'_>) -> Result<Message> {
+        let (b, a) = link_msg(op, link, wire::AF_UNSPEC)?;
+        let msgs = self.get(op, wire::RTM_GETLINK, finish(op, b, a)?)?;
+        msgs.into_iter()
+            .find(|m| m.kind == wire::RTM_NEWLINK)
+            .ok_or_else(|| op.error(ErrorKind::NotFound))
     }
 
     /// Every link in the handle's namespace.
@@ -314,6 +324,34 @@ impl<T: Transport> Handle<T> {
         self.set_attr(&op, link, wire::IFLA_NET_NS_FD, netns.as_raw_fd() as u32)
     }
 
+    /// Moves the link with index `index` into `netns` and names it `name` there, in one
+    /// request (`ip link set … netns … name …`): the kernel moves it first, under `name`
+    /// when its own name is taken there, then renames it. A failed rename leaves it moved
+    /// under its old name. The link never carries `name` in this namespace.
+    pub fn move_and_rename(&self, index: u32, netns: &Netns, name: &str) -> Result<()> {
+        let link = LinkRef::Index(index);
+        let op = Op::new(
+            format!("move to netns {} as {name}", netns.path().display()),
+            link.to_string(),
+        );
+        let (b, mut a) = link_msg(&op, link, wire::AF_UNSPEC)?;
+        a.push(attr(wire::IFLA_NET_NS_FD, netns.as_raw_fd() as u32).map_err(|e| op.encode(e))?);
+        a.push(attr(wire::IFLA_IFNAME, name).map_err(|e| op.encode(e))?);
+        self.modify(&op, wire::RTM_NEWLINK, 0, finish(&op, b, a)?)
+    }
+
+    /// Sets the link's alias (IFLA_IFALIAS); `""` removes it. Sent without a NUL, as `ip`
+    /// and Go's netlink send it, so an empty one is a zero-length attribute, which the kernel
+    /// takes as "no alias".
+    pub fn set_alias<'a>(&self, link: impl Into<LinkRef<'a>>, alias: &str) -> Result<()> {
+        let link = link.into();
+        let op = match alias {
+            "" => Op::new("remove alias of", link.to_string()),
+            a => Op::new(format!("set alias {a} of"), link.to_string()),
+        };
+        self.set_attr(&op, link, wire::IFLA_IFALIAS, Buffer::from(alias.as_bytes().to_vec()))
+    }
+
     fn set_attr(&self, op: &Op, link: LinkRef<'_>, ty: u16, value: impl neli::Size + neli::ToBytes) -> Result<()> {
         let (b, mut a) = link_msg(op, link, wire::AF_UNSPEC)?;
         a.push(attr(ty, value).map_err(|e| op.encode(e))?);
@@ -363,6 +401,7 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
         allmulti: flags & IFF_ALLMULTI != 0,
         txqlen: 0,
         flags,
+        alias: None,
     };
     for a in msg.rtattrs().iter() {
         let p = a.rta_payload().as_ref();
@@ -376,6 +415,7 @@ pub(crate) fn decode_link(op: &Op, m: &Message) -> Result<Link> {
             wire::IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|n| n as i32),
             wire::IFLA_OPERSTATE => link.oper_state = OperState::from_raw(wire::as_u8(p).unwrap_or(0)),
             wire::IFLA_LINKINFO => decode_linkinfo(p, &mut link),
+            wire::IFLA_IFALIAS => link.alias = Some(wire::as_string(p)).filter(|a| !a.is_empty()),
             _ => {}
         }
     }

@@ -22,6 +22,16 @@ const IFLA_IPVLAN_FLAGS: u16 = 2;
 const IFLA_VLAN_ID: u16 = 1;
 const IFLA_VLAN_PROTOCOL: u16 = 5;
 const IFLA_VRF_TABLE: u16 = 1;
+const IFLA_TUN_OWNER: u16 = 1;
+const IFLA_TUN_GROUP: u16 = 2;
+const IFLA_TUN_TYPE: u16 = 3;
+const IFLA_TUN_PI: u16 = 4;
+const IFLA_TUN_VNET_HDR: u16 = 5;
+const IFLA_TUN_PERSIST: u16 = 6;
+const IFLA_TUN_MULTI_QUEUE: u16 = 7;
+// IFLA_TUN_TYPE values: the IFF_TUN and IFF_TAP bits of TUNSETIFF
+const TUN_TYPE_TUN: u8 = 1;
+const TUN_TYPE_TAP: u8 = 2;
 
 /// A link kind with its kind-specific data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +42,9 @@ pub enum LinkKind {
     Macvlan(MacvlanData),
     /// An intermediate functional block (bandwidth's ingress shaping).
     Ifb,
+    /// A tun or tap device. The kernel reports its data but creates it only through
+    /// `/dev/net/tun` (`crate::tun`), never from an rtnetlink request.
+    Tun(TunData),
     /// A link with no lower link and no queue, whose packets go nowhere (the `dummy` plugin).
     Dummy,
     /// An ipvlan: shares its lower link's MAC, told apart by its addresses.
@@ -59,6 +72,25 @@ pub struct MacvlanData {
     pub mode: Option<MacvlanMode>,
     /// IFLA_MACVLAN_BC_QUEUE_LEN: the broadcast/multicast queue length (kernels ≥ 5.11).
     pub bcqueuelen: Option<u32>,
+}
+
+/// IFLA_INFO_DATA of a tun/tap device, as the kernel reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunData {
+    /// IFLA_TUN_TYPE: a tap (Ethernet frames) rather than a tun (IP packets).
+    pub tap: bool,
+    /// IFLA_TUN_OWNER / IFLA_TUN_GROUP: the user and group allowed to attach; None: anyone
+    /// with CAP_NET_ADMIN.
+    pub owner: Option<u32>,
+    pub group: Option<u32>,
+    /// IFLA_TUN_PI: packets carry the 4-byte packet-information header (no IFF_NO_PI).
+    pub pi: bool,
+    /// IFLA_TUN_VNET_HDR: packets carry a virtio-net header.
+    pub vnet_hdr: bool,
+    /// IFLA_TUN_PERSIST: the device outlives its last open file.
+    pub persist: bool,
+    /// IFLA_TUN_MULTI_QUEUE.
+    pub multi_queue: bool,
 }
 
 /// IFLA_INFO_DATA of an ipvlan. Both attributes are 16 bits wide (`NLA_U16`).
@@ -160,6 +192,7 @@ impl LinkKind {
             LinkKind::Bridge(_) => "bridge",
             LinkKind::Macvlan(_) => "macvlan",
             LinkKind::Ifb => "ifb",
+            LinkKind::Tun(_) => "tun",
             LinkKind::Dummy => "dummy",
             LinkKind::Ipvlan(_) => "ipvlan",
             LinkKind::Vlan(_) => "vlan",
@@ -188,6 +221,7 @@ impl LinkKind {
             LinkKind::Macvlan(MacvlanData {
                 bcqueuelen: Some(_), ..
             }) => Some("macvlan bcqueuelen"),
+            LinkKind::Tun(_) => Some("tun/tap creation over rtnetlink (use /dev/net/tun)"),
             _ => None,
         }
     }
@@ -210,6 +244,18 @@ impl LinkKind {
                 bcqueuelen: u32_of(IFLA_MACVLAN_BC_QUEUE_LEN),
             }),
             "ifb" => LinkKind::Ifb,
+            "tun" => {
+                let flag = |ty| wire::find(data, ty).and_then(wire::as_u8).is_some_and(|v| v != 0);
+                LinkKind::Tun(TunData {
+                    tap: wire::find(data, IFLA_TUN_TYPE).and_then(wire::as_u8) == Some(TUN_TYPE_TAP),
+                    owner: u32_of(IFLA_TUN_OWNER),
+                    group: u32_of(IFLA_TUN_GROUP),
+                    pi: flag(IFLA_TUN_PI),
+                    vnet_hdr: flag(IFLA_TUN_VNET_HDR),
+                    persist: flag(IFLA_TUN_PERSIST),
+                    multi_queue: flag(IFLA_TUN_MULTI_QUEUE),
+                })
+            }
             "dummy" => LinkKind::Dummy,
             "ipvlan" => LinkKind::Ipvlan(IpvlanData {
                 mode: u16_of(IFLA_IPVLAN_MODE).and_then(IpvlanMode::from_raw),
@@ -244,6 +290,20 @@ impl LinkKind {
                 if let Some(len) = m.bcqueuelen {
                     d.push(attr(IFLA_MACVLAN_BC_QUEUE_LEN, len)?);
                 }
+            }
+            // What the kernel reports; a request carrying it is refused (tun_validate).
+            LinkKind::Tun(t) => {
+                d.push(attr(IFLA_TUN_TYPE, if t.tap { TUN_TYPE_TAP } else { TUN_TYPE_TUN })?);
+                if let Some(uid) = t.owner {
+                    d.push(attr(IFLA_TUN_OWNER, uid)?);
+                }
+                if let Some(gid) = t.group {
+                    d.push(attr(IFLA_TUN_GROUP, gid)?);
+                }
+                d.push(attr(IFLA_TUN_PI, t.pi as u8)?);
+                d.push(attr(IFLA_TUN_VNET_HDR, t.vnet_hdr as u8)?);
+                d.push(attr(IFLA_TUN_PERSIST, t.persist as u8)?);
+                d.push(attr(IFLA_TUN_MULTI_QUEUE, t.multi_queue as u8)?);
             }
             LinkKind::Ipvlan(i) => {
                 if let Some(mode) = i.mode {
@@ -308,6 +368,16 @@ mod tests {
                 mode: Some(MacvlanMode::Vepa),
                 bcqueuelen: Some(100),
             }),
+            LinkKind::Tun(TunData {
+                tap: true,
+                owner: Some(1000),
+                group: None,
+                pi: false,
+                vnet_hdr: true,
+                persist: true,
+                multi_queue: true,
+            }),
+            LinkKind::Tun(TunData::default()),
             LinkKind::Dummy,
             LinkKind::Ipvlan(IpvlanData {
                 mode: Some(IpvlanMode::L3s),

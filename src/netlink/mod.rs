@@ -15,7 +15,8 @@
 //! (compiled only into tests).
 //!
 //! Modules: `handle` (request discipline), `link` (lookup, change, delete), `link_kind` (a
-//! link's kind and its data, decoded and encoded), `create` (veth pairs, and every other
+//! link's kind and its data, decoded and encoded), `devconf` (a link's IPv4/IPv6 settings,
+//! the per-device sysctls, over rtnetlink), `create` (veth pairs, and every other
 //! kind from its `LinkKind`), `bridge_port` (port flags and VLANs), `address`, `route`, `rule` (policy-routing rules), `types`,
 //! `names` (random veth names), [`tc`] (qdiscs and filters: tbf, ingress, u32 + mirred), `transport`, `testing` (the fake, tests only), `wire` (numbers and attribute bytes),
 //! `error`.
@@ -28,6 +29,7 @@ mod bridge_port;
 pub mod bytes;
 pub mod conntrack;
 mod create;
+mod devconf;
 mod error;
 mod handle;
 mod link;
@@ -47,10 +49,13 @@ pub use address::{
 };
 pub use bridge_port::{PortFlags, PortVlan};
 pub use create::{BridgeSpec, IfbSpec, LinkSpec, MacvlanSpec, VethError, VethSpec, VETH_NAME_ATTEMPTS};
+pub use devconf::{DevConf, Ipv4Conf, Ipv6Conf};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
-pub use link_kind::{BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, VlanData, VlanProtocol, VrfData};
+pub use link_kind::{
+    BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, TunData, VlanData, VlanProtocol, VrfData,
+};
 pub use names::{random_bytes, random_mac, random_name, random_veth_name};
 pub use route::{NextHop, RouteInfo, RouteSpec, PROTO_BOOT, PROTO_KERNEL, PROTO_STATIC, TABLE_MAIN};
 pub use rule::{RuleInfo, SourceRule};

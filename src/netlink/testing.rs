@@ -105,6 +105,7 @@ pub fn link(index: u32, name: &str, kind: LinkKind) -> Link {
     Link {
         index,
         name: name.into(),
+        alias: None,
         kind: Some(kind),
         slave_kind: None,
         mac: Some(super::MacAddr([0x0a, 0, 0, 0, 0, index as u8])),
@@ -149,6 +150,11 @@ pub fn encode_link(link: &Link) -> Message {
     }
     if let Some(n) = link.link_netnsid {
         push(wire::IFLA_LINK_NETNSID, n.to_ne_bytes().to_vec());
+    }
+    if let Some(alias) = &link.alias {
+        let mut alias = alias.as_bytes().to_vec();
+        alias.push(0);
+        push(wire::IFLA_IFALIAS, alias);
     }
     if let Some(kind) = &link.kind {
         a.push(kind.encode().expect("kinds always encode"));

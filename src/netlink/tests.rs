@@ -25,6 +25,7 @@ fn link(index: u32, name: &str) -> Link {
         allmulti: false,
         txqlen: 0,
         flags: 0,
+        alias: None,
     }
 }
 
@@ -421,17 +422,6 @@ fn route_deletes_use_the_kernels_wildcards_and_skip_metrics() {
     assert_eq!(attr_of(add, RTMSG_LEN, RTA_DST), None, "a default route has no RTA_DST");
 }
 
-/// One raw attribute: length, type, payload, padding to 4 bytes.
-fn raw_attr(ty: u16, payload: &[u8]) -> Vec<u8> {
-    let mut a = ((4 + payload.len()) as u16).to_ne_bytes().to_vec();
-    a.extend(ty.to_ne_bytes());
-    a.extend(payload);
-    while a.len() % 4 != 0 {
-        a.push(0);
-    }
-    a
-}
-
 /// One `rtnexthop` with a gateway attribute.
 fn raw_nexthop(ifindex: u32, hops: u8, gw: std::net::Ipv6Addr) -> Vec<u8> {
     let gw = raw_attr(RTA_GATEWAY, &gw.octets());
@@ -752,6 +742,183 @@ fn a_random_host_name_clash_is_retried_and_a_peer_clash_is_typed() {
     }
     let e = h.create_veth_random_name(&veth("ignored", "eth0")).unwrap_err();
     assert!(matches!(e, VethError::NoUniqueName { attempts: 10 }), "{e:?}");
+}
+
+#[test]
+fn an_alias_is_sent_without_a_nul_and_an_empty_one_is_zero_length() {
+    let h = handle();
+    h.transport().push_ack();
+    h.transport().push_ack();
+    h.set_alias(7, "ens5").unwrap();
+    h.set_alias(7, "").unwrap();
+    let reqs = h.transport().requests();
+    assert_eq!(attr_of(&reqs[0].payload, IFINFOMSG_LEN, IFLA_IFALIAS).unwrap(), b"ens5");
+    assert_eq!(attr_of(&reqs[1].payload, IFINFOMSG_LEN, IFLA_IFALIAS).unwrap(), b"");
+    assert_eq!(reqs[0].kind, RTM_NEWLINK);
+}
+
+#[test]
+fn an_alias_is_decoded_and_an_empty_one_is_none() {
+    let h = handle();
+    let mut l = link(3, "net1");
+    l.alias = Some("ens5".into());
+    h.transport().push_links(&[l]);
+    assert_eq!(h.link(3).unwrap().alias.as_deref(), Some("ens5"));
+    let mut l = link(3, "net1");
+    l.alias = Some(String::new());
+    h.transport().push_links(&[l]);
+    assert_eq!(h.link(3).unwrap().alias, None);
+}
+
+#[test]
+fn move_and_rename_is_one_request_with_the_namespace_and_the_name() {
+    let h = handle();
+    h.transport().push_ack();
+    let ns = crate::netns::Netns::current().unwrap();
+    h.move_and_rename(9, &ns, "net1").unwrap();
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_NEWLINK);
+    let fd = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_NET_NS_FD).unwrap();
+    assert_eq!(fd, (std::os::fd::AsRawFd::as_raw_fd(&ns) as u32).to_ne_bytes());
+    assert_eq!(attr_of(&req.payload, IFINFOMSG_LEN, IFLA_IFNAME).unwrap(), b"net1\0");
+    // addressed by index: the kernel renames only a link selected by index
+    assert_eq!(i32::from_ne_bytes(req.payload[4..8].try_into().unwrap()), 9);
+}
+
+// ---------------------------------------------------------------- device settings
+
+#[test]
+fn ipv4_settings_are_nested_in_af_spec_by_their_devconf_numbers() {
+    let h = handle();
+    h.set_ipv4_conf(7, &[(Ipv4Conf::ArpNotify, 1), (Ipv4Conf::RouteLocalnet, 1)])
+        .unwrap();
+    let req = &h.transport().requests()[0];
+    assert_eq!(req.kind, RTM_NEWLINK);
+    assert_ne!(req.flags & NLM_F_ACK, 0);
+    assert_eq!(req.flags & NLM_F_CREATE, 0, "changes the link, creates nothing");
+    assert_eq!(&req.payload[4..8], &7i32.to_ne_bytes(), "ifi_index");
+    let spec = attr_of(&req.payload, IFINFOMSG_LEN, IFLA_AF_SPEC).unwrap();
+    let inet = find(&spec, AF_INET as u16).unwrap();
+    let conf = find(inet, super::devconf::IFLA_INET_CONF).unwrap();
+    let settings: Vec<(u16, u32)> = attrs(conf).map(|(t, p)| (t, as_u32(p).unwrap())).collect();
+    // uapi/linux/ip.h: IPV4_DEVCONF_ARP_NOTIFY 22, IPV4_DEVCONF_ROUTE_LOCALNET 26
+    assert_eq!(settings, vec![(22, 1), (26, 1)]);
+    assert_eq!(attrs(&spec).count(), 1, "IPv4 alone");
+}
+
+#[test]
+fn a_failed_ipv4_setting_names_the_leaf_and_the_link() {
+    let h = handle();
+    h.transport().push_errno(libc::ENODEV);
+    let e = h.set_ipv4_conf(9, &[(Ipv4Conf::RouteLocalnet, 1)]).unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "set ipv4 route_localnet=1 of link index 9: No such device"
+    );
+}
+
+/// RTM_NEWLINK's IFLA_AF_SPEC: IPv4's settings are an array from IPV4_DEVCONF_FORWARDING
+/// (1), IPv6's an array from DEVCONF_FORWARDING (0).
+fn link_with_af_spec(index: u32, ipv4: &[u32], ipv6: Option<&[i32]>) -> Message {
+    let words = |v: Vec<[u8; 4]>| v.concat();
+    let mut spec = raw_attr(
+        AF_INET as u16,
+        &raw_attr(
+            super::devconf::IFLA_INET_CONF,
+            &words(ipv4.iter().map(|v| v.to_ne_bytes()).collect()),
+        ),
+    );
+    if let Some(ipv6) = ipv6 {
+        let mut inet6 = raw_attr(1, &0u32.to_ne_bytes()); // IFLA_INET6_FLAGS first, as the kernel sends it
+        inet6.extend(raw_attr(
+            super::devconf::IFLA_INET6_CONF,
+            &words(ipv6.iter().map(|v| v.to_ne_bytes()).collect()),
+        ));
+        spec.extend(raw_attr(AF_INET6 as u16, &inet6));
+    }
+    let mut payload = encode_link(&link(index, "va")).payload;
+    payload.extend(raw_attr(IFLA_AF_SPEC, &spec));
+    Message {
+        kind: RTM_NEWLINK,
+        flags: 0,
+        payload,
+    }
+}
+
+#[test]
+fn device_settings_decode_by_their_devconf_numbers() {
+    let h = handle();
+    let mut ipv4 = vec![0u32; 33];
+    ipv4[21] = 1; // ARP_NOTIFY (22)
+    ipv4[25] = 7; // ROUTE_LOCALNET (26)
+    let mut ipv6 = vec![0i32; 60];
+    ipv6[3] = 2; // ACCEPT_RA
+    ipv6[27] = -1; // ACCEPT_DAD
+    ipv6[42] = 1; // KEEP_ADDR_ON_DOWN
+    h.transport().push_reply(Reply {
+        messages: vec![link_with_af_spec(3, &ipv4, Some(&ipv6))],
+        interrupted: false,
+    });
+    let c = h.devconf(3).unwrap();
+    assert_eq!(c.ipv4(Ipv4Conf::Forwarding), Some(0));
+    assert_eq!(c.ipv4(Ipv4Conf::ArpNotify), Some(1));
+    assert_eq!(c.ipv4(Ipv4Conf::RouteLocalnet), Some(7));
+    assert_eq!(c.ipv6(Ipv6Conf::AcceptRa), Some(2));
+    assert_eq!(c.ipv6(Ipv6Conf::AcceptDad), Some(-1));
+    assert_eq!(c.ipv6(Ipv6Conf::KeepAddrOnDown), Some(1));
+    assert_eq!(c.ipv6(Ipv6Conf::DisableIpv6), Some(0));
+    let req = &h.transport().requests()[0];
+    assert_eq!(
+        (req.kind, req.flags & NLM_F_DUMP),
+        (RTM_GETLINK, 0),
+        "one link, no dump"
+    );
+
+    // IPv6 disabled at boot: the kernel sends no AF_INET6
+    h.transport().push_reply(Reply {
+        messages: vec![link_with_af_spec(3, &ipv4, None)],
+        interrupted: false,
+    });
+    let c = h.devconf(3).unwrap();
+    assert_eq!(
+        (c.ipv4(Ipv4Conf::ArpNotify), c.ipv6(Ipv6Conf::AcceptRa)),
+        (Some(1), None)
+    );
+}
+
+#[test]
+fn forwarding_asks_netconf_about_all_devices() {
+    use super::devconf::*;
+    let h = handle();
+    let reply = |on: u32| {
+        let mut payload = vec![AF_INET, 0, 0, 0];
+        payload.extend(raw_attr(NETCONFA_IFINDEX, &(-1i32).to_ne_bytes()));
+        payload.extend(raw_attr(NETCONFA_FORWARDING, &on.to_ne_bytes()));
+        Reply {
+            messages: vec![Message {
+                kind: RTM_NEWNETCONF,
+                flags: 0,
+                payload,
+            }],
+            interrupted: false,
+        }
+    };
+    h.transport().push_reply(reply(1));
+    assert_eq!(h.forwarding(Family::V4).unwrap(), Some(true));
+    h.transport().push_reply(reply(0));
+    assert_eq!(h.forwarding(Family::V6).unwrap(), Some(false));
+    let reqs = h.transport().requests();
+    for (req, af) in reqs.iter().zip([AF_INET, AF_INET6]) {
+        assert_eq!((req.kind, req.payload[0]), (RTM_GETNETCONF, af));
+        assert_eq!(
+            find(&req.payload[NETCONFMSG_LEN..], NETCONFA_IFINDEX).unwrap(),
+            &(-1i32).to_ne_bytes(),
+            "NETCONFA_IFINDEX_ALL"
+        );
+    }
+    h.transport().push_errno(libc::EAFNOSUPPORT);
+    assert_eq!(h.forwarding(Family::V6).unwrap(), None, "no IPv6 in this kernel");
 }
 
 /// A rule as the kernel dumps it: the fib_rule_hdr, then attributes.

@@ -15,6 +15,7 @@ use neli::{Size, ToBytes};
 pub(crate) const NLMSG_DONE: u16 = 3;
 pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 pub(crate) const NLM_F_ACK: u16 = 0x4;
+pub(crate) const NLM_F_ECHO: u16 = 0x8;
 pub(crate) const NLM_F_DUMP_INTR: u16 = 0x10;
 pub(crate) const NLM_F_DUMP: u16 = 0x300;
 pub(crate) const NLM_F_REPLACE: u16 = 0x100;
@@ -52,6 +53,7 @@ pub(crate) const IFLA_MASTER: u16 = 10;
 pub(crate) const IFLA_PROTINFO: u16 = 12;
 pub(crate) const IFLA_TXQLEN: u16 = 13;
 pub(crate) const IFLA_OPERSTATE: u16 = 16;
+pub(crate) const IFLA_IFALIAS: u16 = 20;
 pub(crate) const IFLA_LINKINFO: u16 = 18;
 pub(crate) const IFLA_AF_SPEC: u16 = 26;
 pub(crate) const IFLA_NET_NS_FD: u16 = 28;
@@ -143,6 +145,18 @@ pub(crate) fn attrs(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
         bytes = &bytes[((len + 3) & !3).min(bytes.len())..];
         Some((ty, payload))
     })
+}
+
+/// One attribute in bytes: length, type, payload, padding to 4 bytes (for messages neli
+/// has no type for).
+pub(crate) fn raw_attr(ty: u16, payload: &[u8]) -> Vec<u8> {
+    let mut a = ((4 + payload.len()) as u16).to_ne_bytes().to_vec();
+    a.extend(ty.to_ne_bytes());
+    a.extend(payload);
+    while a.len() % 4 != 0 {
+        a.push(0);
+    }
+    a
 }
 
 pub(crate) fn find(bytes: &[u8], ty: u16) -> Option<&[u8]> {

@@ -35,7 +35,8 @@ pub fn check_sandbox(req: &Request, intf: &Interface) -> Result<(), Error> {
 pub struct ContainerLink<'a> {
     /// Put in front of most messages (`"ptp: "` for veth).
     pub prefix: &'a str,
-    /// The link kind the plugin creates (`veth`, `macvlan`).
+    /// The link kind the plugin creates (`veth`, `macvlan`); `""` for any kind (host-device
+    /// moves whatever link it is given).
     pub kind: &'a str,
     /// How the kind is named in the wrong-kind message (`veth/p2p`, `macvlan`).
     pub kind_word: &'a str,
@@ -43,7 +44,8 @@ pub struct ContainerLink<'a> {
 
 impl ContainerLink<'_> {
     /// The container interface named in prevResult: present in `cont`, in a sandbox, of
-    /// the plugin's kind, passing `more` (e.g. macvlan's mode), with the MAC the result says.
+    /// the plugin's kind (if it names one), passing `more` (e.g. macvlan's mode), with the MAC
+    /// the result says.
     pub fn check(
         &self,
         cont: &Handle,
@@ -66,7 +68,7 @@ impl ContainerLink<'_> {
                 link.name
             )));
         }
-        if link.kind_name() != Some(self.kind) {
+        if !self.kind.is_empty() && link.kind_name() != Some(self.kind) {
             return Err(Error::internal(format!(
                 "Error: Container interface {} not of type {}",
                 link.name, self.kind_word

@@ -95,13 +95,14 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
 }
 
 /// DEL of a plugin whose attachment is one container link of `kind` (macvlan, ipvlan,
-/// vlan, dummy) and the addresses of its IPAM, if it has one: the link by name (it has no
-/// peer to prove it by once a chained tuning's DEL has put back the MAC from before its
-/// ADD, and an ipvlan's or VLAN's MAC is its master's), and the addresses, in the order of
-/// [`super::ipam_delegation::del_with_interface`] (after the link, but dhcp's before, as its
-/// DHCPRELEASE leaves through the link). Every step is attempted; it needs
-/// neither the master nor the netns, and everything already gone is success. The IPAM type
-/// is read even from a config ADD refuses ([`cniconf::del_config`]).
+/// vlan, dummy, tap) and the addresses of its IPAM, if it has one: the link by name and
+/// kind (it has no peer to prove it by once a chained tuning's DEL has put back the MAC
+/// from before its ADD, and an ipvlan's or VLAN's MAC is its master's), and the addresses,
+/// in the order of [`super::ipam_delegation::del_with_interface`] (after the link, so an
+/// address is never free while configured; but dhcp's before, as its DHCPRELEASE leaves
+/// through the link). Every step is attempted; it needs neither the master nor the netns,
+/// and everything already gone is success. The IPAM type is read even from a config ADD
+/// refuses ([`cniconf::del_config`]).
 pub fn delete_with_addresses(req: &Request, plugin: &'static str, kind: &str) -> Result<(), Error> {
     let ipam_type = cniconf::del_config(
         plugin,

@@ -3,7 +3,7 @@
 use crate::cni::netaddr::network_of;
 use crate::cni::result::{Interface, IpConfig, Route};
 use crate::cni::{CniResult, Error, Request};
-use crate::netlink::{AddrOptions, Family, Handle, Link, RouteSpec, Scope};
+use crate::netlink::{AddrOptions, Family, Handle, Ipv4Conf, Ipv6Conf, Link, RouteSpec, Scope};
 use crate::netns::Netns;
 use crate::sysctl;
 use std::net::IpAddr;
@@ -38,16 +38,16 @@ pub fn with_addresses(mut result: CniResult, l3: CniResult) -> CniResult {
     result
 }
 
-/// `arp_notify` and `ndisc_notify` on the interface in `ns`: a link on a shared segment
-/// announces its (possibly reused) address at once. Best effort, as in the reference.
-pub fn announce(ns: &Netns, ifname: &str, plugin: &str) {
-    for key in [
-        sysctl::ipv4_conf(ifname, "arp_notify"),
-        sysctl::ipv6_conf(ifname, "ndisc_notify"),
-    ] {
-        if let Err(e) = sysctl::set_in(ns, &key, "1") {
-            eprintln!("cnibox {plugin}: {e}");
-        }
+/// `arp_notify` and `ndisc_notify` on the interface `index` (`ifname`) in `ns`, where `h`
+/// is: a link on a shared segment announces its (possibly reused) address at once. Best
+/// effort, as in the reference. `arp_notify` goes over netlink; `ndisc_notify` is an IPv6
+/// device setting, which the kernel sets only through `/proc/sys`.
+pub fn announce(ns: &Netns, h: &Handle, index: u32, ifname: &str, plugin: &str) {
+    if let Err(e) = h.set_ipv4_conf(index, &[(Ipv4Conf::ArpNotify, 1)]) {
+        eprintln!("cnibox {plugin}: {e}");
+    }
+    if let Err(e) = sysctl::set_in(ns, &sysctl::ipv6_conf(ifname, "ndisc_notify"), "1") {
+        eprintln!("cnibox {plugin}: {e}");
     }
 }
 
@@ -79,7 +79,7 @@ pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Re
             )));
         }
         if ip.address.is_ipv6() && !ipv6_enabled {
-            enable_ipv6(ns, ifname)?;
+            enable_ipv6(ns, h, ifname)?;
             ipv6_enabled = true;
         }
         h.add_address(link.index, ip.address, AddrOptions::default())
@@ -117,16 +117,19 @@ pub fn configure(ns: &Netns, h: &Handle, ifname: &str, result: &CniResult) -> Re
 }
 
 /// `disable_ipv6=0` on lo and the interface (only where it is not already 0), and keep
-/// addresses when the link goes down.
-fn enable_ipv6(ns: &Netns, ifname: &str) -> Result<(), Error> {
+/// addresses when the link goes down. The values are read over netlink; the writes stay
+/// sysctl writes, because the kernel sets no IPv6 device setting over netlink
+/// (`inet6_set_link_af` takes only the token and the address generation mode).
+fn enable_ipv6(ns: &Netns, h: &Handle, ifname: &str) -> Result<(), Error> {
     for dev in ["lo", ifname] {
         let key = sysctl::ipv6_conf(dev, "disable_ipv6");
-        match sysctl::get_in(ns, &key) {
-            Ok(v) if v == "0" => continue,
-            Ok(v) => sysctl::set_in(ns, &key, "0").map_err(|e| {
+        match h.devconf(dev).map(|c| c.ipv6(Ipv6Conf::DisableIpv6)) {
+            Ok(Some(0)) => continue,
+            Ok(Some(v)) => sysctl::set_in(ns, &key, "0").map_err(|e| {
                 Error::internal(format!("failed to enable IPv6 for interface {dev:?} ({key}={v}): {e}"))
             })?,
             // IPv6 may be compiled out or disabled at boot; the address add then says why.
+            Ok(None) => eprintln!("cnibox: failed to read sysctl {key:?}: {dev} has no IPv6 settings"),
             Err(e) => eprintln!("cnibox: failed to read sysctl {key:?}: {e}"),
         }
     }
@@ -190,20 +193,25 @@ pub fn check_routes(h: &Handle, routes: &[Route]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Turn on forwarding in the calling thread's namespace for the families of `ips`.
-pub fn enable_forwarding(ips: &[IpConfig]) -> Result<(), Error> {
-    if ips.iter().any(|ip| ip.address.is_ipv4()) {
-        set_if_needed(sysctl::IPV4_FORWARD)?;
-    }
-    if ips.iter().any(|ip| ip.address.is_ipv6()) {
-        set_if_needed(sysctl::IPV6_FORWARDING_ALL)?;
+/// Turn on forwarding in `host`'s namespace (the calling thread's) for the families of
+/// `ips`. The switch is read over netlink; it is written as a sysctl, whose handler turns
+/// forwarding on for every device of the namespace (no netlink request does that).
+pub fn enable_forwarding(host: &Handle, ips: &[IpConfig]) -> Result<(), Error> {
+    for (family, key, any) in [
+        (
+            Family::V4,
+            sysctl::IPV4_FORWARD,
+            ips.iter().any(|ip| ip.address.is_ipv4()),
+        ),
+        (
+            Family::V6,
+            sysctl::IPV6_FORWARDING_ALL,
+            ips.iter().any(|ip| ip.address.is_ipv6()),
+        ),
+    ] {
+        if any && host.forwarding(family).ok().flatten() != Some(true) {
+            sysctl::set(key, "1")?;
+        }
     }
     Ok(())
-}
-
-fn set_if_needed(key: &str) -> Result<(), Error> {
-    if sysctl::get(key).map(|v| v == "1").unwrap_or(false) {
-        return Ok(());
-    }
-    sysctl::set(key, "1").map_err(Error::from)
 }

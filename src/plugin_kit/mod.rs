@@ -2,7 +2,8 @@
 //! * [`netns_open`]: every opening of `CNI_NETNS` (ADD/CHECK, the reference's texts, DEL).
 //! * [`check_preamble`]: what every CHECK verifies first (prevResult, the container interface).
 //! * [`iface`]: addresses and routes of an IPAM result on the container interface (and CHECK).
-//! * [`container_link`]: idempotent removal of the container interface on DEL.
+//! * [`container_link`]: idempotent removal of the container interface on DEL (and, for a
+//!   plugin whose attachment is that link and its addresses, the whole DEL).
 //! * [`lower_link`]: a link stacked on a host interface (the "master"): namespaces, master,
 //!   MTU bound, creation in the container.
 //! * [`kernel_support`]: a kernel without the link kind a plugin creates, named with the
@@ -53,6 +54,12 @@ impl From<crate::netns::Error> for crate::cni::Error {
 
 impl From<crate::sysctl::Error> for crate::cni::Error {
     fn from(e: crate::sysctl::Error) -> Self {
+        crate::cni::Error::internal(e)
+    }
+}
+
+impl From<crate::tun::Error> for crate::cni::Error {
+    fn from(e: crate::tun::Error) -> Self {
         crate::cni::Error::internal(e)
     }
 }

@@ -93,7 +93,7 @@ impl Plugin for Ipvlan {
             Addresses::Chained(prev) => prev.clone(),
         };
         let mut result = iface::with_addresses(iface::container_result(req, &link), l3);
-        iface::announce(&spaces.ns, &req.ifname, "ipvlan");
+        iface::announce(&spaces.ns, &spaces.cont, link.index, &req.ifname, "ipvlan");
         iface::configure(&spaces.ns, &spaces.cont, &req.ifname, &result)?;
         result.dns = conf.keys.dns;
         rollback.commit();

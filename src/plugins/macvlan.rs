@@ -43,7 +43,7 @@ fn parse_mode(s: &str) -> Result<MacvlanMode, Error> {
 
 /// The requested MAC (config < CNI_ARGS `MAC` < runtimeConfig.mac), parsed.
 fn requested_mac(req: &Request) -> Result<Option<MacAddr>, Error> {
-    match cniconf::macvlan_requested_mac(req)? {
+    match cniconf::link_requested_mac(req)? {
         None => Ok(None),
         Some(s) => s.parse().map(Some).map_err(|_| {
             Error::internal(format!(
@@ -76,7 +76,7 @@ impl Plugin for Macvlan {
             Some(ipam_type) => {
                 let ipam = ipam_delegation::add(ipam_type, req, &mut rollback)?;
                 result = iface::with_addresses(result, ipam);
-                iface::announce(&spaces.ns, &req.ifname, "macvlan");
+                iface::announce(&spaces.ns, cont, index, &req.ifname, "macvlan");
                 // A macvlan shares a real L2 segment: keep DAD (configure waits for it).
                 iface::configure(&spaces.ns, cont, &req.ifname, &result)?;
             }
@@ -92,7 +92,9 @@ impl Plugin for Macvlan {
         Ok(result)
     }
 
-    /// Needs neither the master nor the netns: everything already gone is success.
+    /// Needs neither the master nor the netns: everything already gone is success. By
+    /// name: a macvlan has no peer to prove it by once a chained tuning's DEL has put back
+    /// the MAC from before its ADD (prevResult reports tuning's).
     fn del(&self, req: &Request) -> Result<(), Error> {
         container_link::delete_with_addresses(req, "macvlan", "macvlan")
     }

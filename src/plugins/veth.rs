@@ -89,7 +89,7 @@ impl Plugin for Veth {
                 ip.address
             )));
         }
-        iface::enable_forwarding(&result.ips).map_err(|e| e.context("Could not enable IP forwarding"))?;
+        iface::enable_forwarding(&host, &result.ips).map_err(|e| e.context("Could not enable IP forwarding"))?;
         // Masquerade as soon as the addresses are known.
         if let Some(backend) = backend {
             let addrs: Vec<IpNetwork> = result.ips.iter().map(|ip| ip.address).collect();
@@ -160,18 +160,19 @@ impl Plugin for Veth {
             let this = ipam_delegation::masq_interface(req, prev.as_ref());
             teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req), &this));
         }
-        // The host end, its gateway address and host routes go with the pair.
-        let removed = container_link::delete(req, prev.as_ref(), "veth");
-        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
-            // Without the netns the pair can still be found from the host side.
-            teardown.step(delete_host_end(prev));
-        }
-        teardown.step(removed);
-        // Released last, so an address is never free while still configured. A config
-        // without an IPAM type is one ADD refuses before it allocates: nothing to release.
-        if !conf.ipam_type.is_empty() {
-            teardown.step(delegate::del(&conf.ipam_type, req));
-        }
+        // Released last, so an address is never free while still configured (a dhcp lease
+        // first, through the link). A config without an IPAM type is one ADD refuses before
+        // it allocates: nothing to release.
+        let ipam_type = Some(conf.ipam_type.as_str()).filter(|t| !t.is_empty());
+        ipam_delegation::del_with_interface(&mut teardown, ipam_type, req, |t| {
+            // The host end, its gateway address and host routes go with the pair.
+            let removed = container_link::delete(req, prev.as_ref(), "veth");
+            if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
+                // Without the netns the pair can still be found from the host side.
+                t.step(delete_host_end(prev));
+            }
+            t.step(removed);
+        });
         teardown.finish()
     }
 
@@ -234,7 +235,8 @@ fn create_pair<T: Transport>(
 }
 
 /// Host end up, router advertisements off (the plugin owns its routes), and no DAD for
-/// the gateway address: it is alone on a point-to-point link.
+/// the gateway address: it is alone on a point-to-point link. Sysctl writes: the kernel
+/// sets IPv6 device settings only through /proc/sys.
 fn prepare_host_end(host: &Handle, link: &Link, has_v6: bool) -> Result<(), Error> {
     host.set_up(link.index)
         .map_err(|e| Error::internal(format!("failed to set {:?} up: {e}", link.name)))?;
@@ -254,7 +256,9 @@ fn prepare_host_end(host: &Handle, link: &Link, has_v6: bool) -> Result<(), Erro
 /// existing next hops (the container tests check the default route afterwards).
 fn configure_container(ns: &Netns, cont: &Handle, ifname: &str, result: &CniResult, has_v6: bool) -> Result<(), Error> {
     if has_v6 {
-        // The only other end of the link is the host: DAD would only delay the ADD.
+        // The only other end of the link is the host: DAD would only delay the ADD. (A
+        // sysctl: IFA_F_NODAD on the addresses would leave accept_dad as it was and the
+        // link-local address tentative.)
         match sysctl::set_in(ns, &sysctl::ipv6_conf(ifname, "accept_dad"), "0") {
             Err(e) if !e.is_not_found() => return Err(e.into()),
             _ => {}
@@ -394,6 +398,7 @@ mod tests {
             allmulti: false,
             txqlen: 0,
             flags: 0,
+            alias: None,
         }
     }
 

@@ -5,6 +5,7 @@ pub mod base64;
 pub mod boot;
 pub mod flock;
 pub mod regex;
+pub mod release;
 pub mod sha512;
 pub mod time;
 

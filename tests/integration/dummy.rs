@@ -6,7 +6,7 @@
 //! the module. What happens before a link is made runs here.
 use crate::common;
 use crate::plugin_state;
-use crate::stacked_support::{with_prev, World};
+use crate::stacked_support::World;
 
 use common::link_kinds::{self, skip, skipped};
 use common::ALL_VERSIONS;

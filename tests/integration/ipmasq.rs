@@ -192,6 +192,16 @@ fn ruleset_json() -> serde_json::Value {
         .collect()
 }
 
+/// A listing without the objects' handles (a restored ruleset gets new ones).
+fn without_handles(mut v: serde_json::Value) -> serde_json::Value {
+    for item in v.as_array_mut().unwrap() {
+        for (_, obj) in item.as_object_mut().unwrap().iter_mut() {
+            obj.as_object_mut().unwrap().remove("handle");
+        }
+    }
+    v
+}
+
 /// The comment cnibox gave the attachment's rules (read back from the listing).
 fn masq_comment() -> String {
     let rules = masq_rules();
@@ -203,11 +213,22 @@ fn masq_comment() -> String {
 /// The nft text the previous (nft-binary) implementation generated for an attachment, as
 /// the reference's nftables backend lays it out.
 fn masq_text(comment: &str, rules: &[(&str, &str)]) -> String {
+    masq_text_indexed(comment, rules, &[])
+}
+
+/// The same with cnibox's index of the attachments (see [`index_text`]) where cnibox
+/// declares it, after the chains.
+fn masq_text_indexed(comment: &str, rules: &[(&str, &str)], indexed: &[(String, String)]) -> String {
     let mut t = String::from(
         "add table inet cni_plugins_masquerade { comment \"Masquerading for plugins from github.com/containernetworking/plugins\" ; }\n\
          add chain inet cni_plugins_masquerade masq_checks { comment \"Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet\" ; }\n\
-         add chain inet cni_plugins_masquerade postrouting { type nat hook postrouting priority srcnat ; }\n\
-         flush chain inet cni_plugins_masquerade postrouting\n\
+         add chain inet cni_plugins_masquerade postrouting { type nat hook postrouting priority srcnat ; }\n",
+    );
+    if !indexed.is_empty() {
+        t.push_str(&index_text(indexed));
+    }
+    t.push_str(
+        "flush chain inet cni_plugins_masquerade postrouting\n\
          add rule inet cni_plugins_masquerade postrouting ip daddr == 224.0.0.0/4 return\n\
          add rule inet cni_plugins_masquerade postrouting ip6 daddr == ff00::/8 return\n\
          add rule inet cni_plugins_masquerade postrouting goto masq_checks\n",
@@ -223,18 +244,259 @@ fn masq_text(comment: &str, rules: &[(&str, &str)]) -> String {
     t
 }
 
+/// cnibox's index of the attachments with rules (its own map in the table, beside the
+/// reference's layout), in nft text: the map and the elements (attachment, data) given.
+fn index_text(elements: &[(String, String)]) -> String {
+    let mut t = String::from(
+        "add map inet cni_plugins_masquerade cnibox_attachments { type ipv6_addr : ipv6_addr ; \
+         comment \"cnibox: the attachments with rules in masq_checks (their comment's hash) : those rules' handles\" ; }\n",
+    );
+    for (key, data) in elements {
+        t.push_str(&format!(
+            "add element inet cni_plugins_masquerade cnibox_attachments {{ {key} : {data} }}\n"
+        ));
+    }
+    t
+}
+
+/// An attachment's key as nft prints it: its comment's hash as an IPv6 address.
+fn index_element(a: Attachment) -> String {
+    let hex = ipmasq::instance_hash(a).replace('-', "");
+    std::net::Ipv6Addr::from(u128::from_str_radix(&hex, 16).unwrap()).to_string()
+}
+
+/// An element's data as nft prints it: two rule handles, 64 bits each (0: none).
+fn handles_data(handles: &[u64]) -> String {
+    let mut h = handles.to_vec();
+    h.resize(2, 0);
+    std::net::Ipv6Addr::from((u128::from(h[0]) << 64) | u128::from(h[1])).to_string()
+}
+
+/// The elements of the index as nft lists them, (key, data), sorted (none without the map).
+fn index_entries() -> Vec<(String, String)> {
+    let out = Command::new("nft")
+        .args([
+            "-j",
+            "list",
+            "map",
+            "inet",
+            "cni_plugins_masquerade",
+            "cnibox_attachments",
+        ])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return vec![];
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut elements: Vec<(String, String)> = v["nftables"][1]["map"]["elem"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| (e[0].as_str().unwrap().to_string(), e[1].as_str().unwrap().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    elements.sort();
+    elements
+}
+
+/// The keys of the index.
+fn index_elements() -> Vec<String> {
+    index_entries().into_iter().map(|(k, _)| k).collect()
+}
+
+/// The handles of the attachment's rules in masq_checks, in order.
+fn rule_handles(a: Attachment) -> Vec<u64> {
+    let listing: serde_json::Value = serde_json::from_str(&nft_ok(&[
+        "-j",
+        "list",
+        "chain",
+        "inet",
+        "cni_plugins_masquerade",
+        "masq_checks",
+    ]))
+    .unwrap();
+    let prefix = ipmasq::instance_hash(a);
+    listing["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["rule"]["comment"].as_str().is_some_and(|c| c.starts_with(&prefix)))
+        .map(|i| i["rule"]["handle"].as_u64().unwrap())
+        .collect()
+}
+
+/// The index's element of `a` holds the handles of exactly its rules.
+fn assert_indexed_with_its_handles(a: Attachment) {
+    let data = index_entries()
+        .into_iter()
+        .find(|(k, _)| *k == index_element(a))
+        .map(|(_, d)| d);
+    assert_eq!(data, Some(handles_data(&rule_handles(a))), "{}", a.container_id);
+}
+
 #[test]
 fn netlink_rules_list_exactly_like_the_nft_text_of_the_same_attachment() {
     private_netns();
     ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24", "2001:db8::3/64"])).unwrap();
     let via_netlink = ruleset_json();
     let comment = masq_comment();
+    assert_indexed_with_its_handles(A);
+    let elements = index_entries();
     private_netns();
-    nft_f(&masq_text(
+    nft_f(&masq_text_indexed(
         &comment,
         &[("10.1.2.3", "10.1.2.0/24"), ("2001:db8::3", "2001:db8::/64")],
+        &elements,
     ));
     assert_eq!(via_netlink, ruleset_json());
+}
+
+/// The index holds exactly the attachments that have rules, each with its rules' handles,
+/// and `nft list ruleset` with it is still a ruleset nft reads back (a saved ruleset
+/// restores).
+#[test]
+fn the_index_holds_each_attachment_with_rules_and_goes_with_them() {
+    private_netns();
+    assert!(index_elements().is_empty());
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24", "2001:db8::3/64"])).unwrap();
+    ipmasq::setup(Backend::Nftables, B, &nets(&["10.1.2.5/24"])).unwrap();
+    let mut both = vec![index_element(A), index_element(B)];
+    both.sort();
+    assert_eq!(index_elements(), both);
+    assert_indexed_with_its_handles(A);
+    assert_indexed_with_its_handles(B);
+    // a repeated ADD replaces the rules and their handles
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.4/24"])).unwrap();
+    assert_eq!(index_elements(), both);
+    assert_indexed_with_its_handles(A);
+    assert_eq!(masq_rules().len(), 2);
+
+    let saved = nft_ok(&["list", "ruleset"]);
+    let before = without_handles(ruleset_json());
+    nft_ok(&["flush", "ruleset"]);
+    nft_f(&saved);
+    assert_eq!(without_handles(ruleset_json()), before, "{saved}");
+
+    teardown(A).unwrap();
+    assert_eq!(index_elements(), vec![index_element(B)]);
+    teardown(A).unwrap(); // nothing left of A: no element to delete either
+    teardown(B).unwrap();
+    assert!(index_elements().is_empty());
+    assert!(masq_rules().is_empty());
+}
+
+/// DEL deletes the rules by the handles the index has, without reading masq_checks: a
+/// rule another implementation added for the same attachment meanwhile (no handle in the
+/// index) is not seen. Without the handles, or when a handle is gone (the reference's DEL
+/// removed the rules, and maybe its ADD made new ones), DEL finds the rules by comment.
+#[test]
+fn a_del_deletes_by_the_indexed_handles_and_by_comment_without_them() {
+    private_netns();
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24"])).unwrap();
+    ipmasq::setup(Backend::Nftables, B, &nets(&["10.1.2.5/24"])).unwrap();
+    let comment = ipmasq::comment(A);
+    nft_ok(&[
+        "add",
+        "rule",
+        "inet",
+        "cni_plugins_masquerade",
+        "masq_checks",
+        "ip",
+        "saddr",
+        "10.1.2.9",
+        "masquerade",
+        "comment",
+        &format!("\"{comment}\""),
+    ]);
+    teardown(A).unwrap();
+    let left = masq_rules();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(
+        left.iter().any(|r| r.contains("10.1.2.9") && r.contains("id: ctr-a")),
+        "{left:?}"
+    );
+    assert_eq!(index_elements(), vec![index_element(B)]);
+    teardown(A).unwrap(); // unindexed now: found by comment
+    assert_eq!(masq_rules().len(), 1);
+
+    // the handles gone, other rules of the attachment in their place
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24"])).unwrap();
+    nft_ok(&["flush", "chain", "inet", "cni_plugins_masquerade", "masq_checks"]);
+    nft_f(&masq_text(&comment, &[("10.1.2.7", "10.1.2.0/24")]));
+    teardown(A).unwrap();
+    assert!(masq_rules().is_empty(), "{:?}", masq_rules());
+    assert!(!index_elements().contains(&index_element(A)));
+
+    // more rules than an element holds handles: indexed without them, found by comment
+    let three = nets(&["10.1.2.3/24", "10.1.3.3/24", "2001:db8::3/64"]);
+    ipmasq::setup(Backend::Nftables, A, &three).unwrap();
+    assert!(index_entries().contains(&(index_element(A), handles_data(&[]))));
+    assert_eq!(masq_rules().len(), 3);
+    teardown(A).unwrap();
+    assert!(masq_rules().is_empty());
+    assert_eq!(index_elements(), vec![index_element(B)]);
+}
+
+/// The ADD's shortcut: an attachment without an element has no rules of cnibox's, so its
+/// ADD does not read masq_checks. Rules another implementation made for the same
+/// attachment (no element) then stay beside the new ones until the DEL, which finds
+/// rules by their comment and removes them all.
+#[test]
+fn an_add_reads_masq_checks_only_when_the_index_has_its_attachment() {
+    private_netns();
+    ipmasq::setup(Backend::Nftables, B, &nets(&["10.1.2.5/24"])).unwrap();
+    let comment = ipmasq::comment(A);
+    nft_f(&masq_text(&comment, &[("10.1.2.3", "10.1.2.0/24")]));
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.4/24"])).unwrap();
+    let rules = masq_rules();
+    assert_eq!(rules.iter().filter(|r| r.contains("id: ctr-a")).count(), 2, "{rules:?}");
+    // indexed now: a repeated ADD finds and replaces both
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.4/24"])).unwrap();
+    let rules = masq_rules();
+    assert_eq!(rules.iter().filter(|r| r.contains("id: ctr-a")).count(), 1, "{rules:?}");
+    teardown(A).unwrap();
+    assert_eq!(masq_rules().len(), 1);
+    assert_eq!(index_elements(), vec![index_element(B)]);
+}
+
+/// The reference's DEL (and the nft binary) delete rules and leave the element: the next
+/// ADD of the attachment reads the chain for nothing, and its DEL removes the element.
+#[test]
+fn an_element_whose_rules_another_del_removed_is_harmless() {
+    private_netns();
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24"])).unwrap();
+    nft_ok(&["flush", "chain", "inet", "cni_plugins_masquerade", "masq_checks"]);
+    assert_eq!(index_elements(), vec![index_element(A)]);
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24"])).unwrap();
+    assert_eq!(masq_rules().len(), 1);
+    assert_eq!(index_elements(), vec![index_element(A)]);
+    teardown(A).unwrap();
+    assert!(masq_rules().is_empty());
+    assert!(index_elements().is_empty());
+    // and an element without rules goes with the DEL too
+    ipmasq::setup(Backend::Nftables, A, &nets(&["10.1.2.3/24"])).unwrap();
+    nft_ok(&["flush", "chain", "inet", "cni_plugins_masquerade", "masq_checks"]);
+    teardown(A).unwrap();
+    assert!(index_elements().is_empty());
+}
+
+/// GC removes the elements of the network's stale attachments with their rules, and
+/// leaves other networks' elements alone.
+#[test]
+fn gc_removes_the_index_entries_of_stale_attachments_of_its_network() {
+    private_netns();
+    let other = Attachment { network: "net2", ..A };
+    for att in [A, B, other] {
+        ipmasq::setup(Backend::Nftables, att, &nets(&["10.9.0.2/16"])).unwrap();
+    }
+    ipmasq::gc("net1", &[("ctr-b".into(), "eth0".into())]).unwrap();
+    let mut left = vec![index_element(B), index_element(other)];
+    left.sort();
+    assert_eq!(index_elements(), left);
+    ipmasq::gc("net1", &[]).unwrap();
+    assert_eq!(index_elements(), vec![index_element(other)]);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! that finds nothing, the kernel's refusal itself) runs here.
 use crate::common;
 use crate::plugin_state;
-use crate::stacked_support::{with_prev, World};
+use crate::stacked_support::World;
 
 use common::link_kinds::{self, skip, skipped};
 use common::ALL_VERSIONS;

@@ -129,16 +129,6 @@ fn host_master(env: &TestEnv) {
     env.host.ip(&["link", "set", "mst0p", "up"]);
 }
 
-fn with_prev(c: &Value, prev: &Value) -> Value {
-    let mut c = c.clone();
-    c["prevResult"] = prev.clone();
-    c
-}
-
-fn link_json(ns: &Netns, name: &str) -> Value {
-    ns.ip_json(&["-d", "link", "show", name])[0].clone()
-}
-
 #[test]
 fn creates_a_macvlan_link_in_a_non_default_namespace() {
     for placement in PLACEMENTS {
@@ -469,32 +459,11 @@ fn check_error_paths() {
             let c = w.conf(version, json!({"mode": "bridge"}));
             let r = w.call("ADD", &c).success();
             let check = |cfg: &Value| w.call("CHECK", cfg).failure(999);
-            assert_eq!(check(&c), "Required prevResult missing");
+            let mac = link_json(&w.ns, IFNAME)["address"].as_str().unwrap().to_string();
+            common::shared_answers::check_preamble_errors(check, &c, &r, w.ns.path_str(), IFNAME, &mac);
             assert_eq!(
                 check(&with_prev(&w.conf(version, json!({"mode": "vepa"})), &r)),
                 "Container macvlan mode bridge does not match expected value: vepa"
-            );
-            let mut bad = r.clone();
-            bad["interfaces"][0]["sandbox"] = json!("/run/netns/elsewhere");
-            assert_eq!(
-                check(&with_prev(&c, &bad)),
-                format!(
-                    "Sandbox in prevResult  doesn't match configured netns: {}",
-                    w.ns.path_str()
-                )
-            );
-            let mut bad = r.clone();
-            bad["interfaces"][0]["mac"] = json!("02:00:00:00:00:01");
-            let mac = link_json(&w.ns, IFNAME)["address"].as_str().unwrap().to_string();
-            assert_eq!(
-                check(&with_prev(&c, &bad)),
-                format!("Interface net1 Mac 02:00:00:00:00:01 doesn't match container Mac: {mac}")
-            );
-            let mut bad = r.clone();
-            bad["ips"][0]["address"] = json!("10.1.2.99/24");
-            assert_eq!(
-                check(&with_prev(&c, &bad)),
-                "Failed to match addr 10.1.2.99/24 on interface net1"
             );
             assert_eq!(
                 check(&with_prev(&w.conf(version, json!({"master": "nope0"})), &r)),
@@ -571,18 +540,11 @@ fn del_is_idempotent_in_every_state() {
 #[test]
 fn status_delegates_to_ipam_when_l3() {
     let w = World::new(Placement::Host);
-    let mut c = w.conf("1.1.0", json!({}));
-    w.env.call("macvlan").command("STATUS").config(&c).run().success();
-    c["ipam"]["type"] = json!("no-such-ipam");
-    let msg = w.env.call("macvlan").command("STATUS").config(&c).run().failure(999);
-    assert!(msg.starts_with("failed to find plugin \"no-such-ipam\""), "{msg}");
-    // L2: nothing to ask
-    w.env
-        .call("macvlan")
-        .command("STATUS")
-        .config(&w.l2_conf("1.1.0", json!({})))
-        .run()
-        .success();
+    common::shared_answers::status_delegates_to_ipam(
+        || w.env.call("macvlan").command("STATUS"),
+        &w.conf("1.1.0", json!({})),
+        &w.l2_conf("1.1.0", json!({})),
+    );
 }
 
 // ---- differential runs against the Go macvlan (v1.1.1, no linkInContainer) ----
@@ -1012,6 +974,37 @@ fn differential_two_networks_and_own_subnet_routes_match_the_reference() {
             }
         }
     }
+}
+
+/// The macvlan's `arp_notify` is set over netlink (IFLA_INET_CONF): the ADD opens no
+/// /proc/sys path for it (only `ndisc_notify`'s, which the kernel sets no other way), and
+/// /proc reads 1 as the reference leaves it. Before, it was a /proc/sys/net lookup, whose
+/// cost grows with the network namespaces on the node.
+#[test]
+fn arp_notify_is_set_over_netlink() {
+    let w = World::new(Placement::Host);
+    let c = w.conf("1.0.0", json!({}));
+    let log = w.env.tmp.path().join(common::unique("strace"));
+    w.env
+        .call("macvlan")
+        .verb("ADD", "ctr1", w.ns.path_str(), IFNAME)
+        .config(&c)
+        .run_under(&[
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=open,openat",
+            "-o",
+            log.to_str().unwrap(),
+        ])
+        .success();
+    let opened = std::fs::read_to_string(&log).unwrap();
+    assert!(!opened.contains("arp_notify"), "{opened}");
+    assert!(opened.contains("ndisc_notify"), "{opened}");
+    assert_eq!(w.ns.sysctl(&format!("net/ipv4/conf/{IFNAME}/arp_notify")), "1");
+    w.call("DEL", &c).success();
+    w.assert_clean("DEL");
 }
 
 /// DEL in every situation a runtime produces, in every spec version: the shared matrix

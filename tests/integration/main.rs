@@ -37,7 +37,8 @@
 //!   reads (the key registry of test builds) in four spellings, `null`, written twice and
 //!   mistyped, through cnibox and the reference. A new config key needs a value in the
 //!   applet's samples (`go_keys/samples.rs`; the coverage test fails without one), and a key
-//!   Debian's 1.1.1 lacks a line in its `NEWER` table.
+//!   Debian's 1.1.1 lacks a line in its `NEWER` table. A new applet with a Debian reference
+//!   binary gets an `Applet` there and a name in `go_keys/mod.rs`'s `applets!` lists.
 //! * **After a reboot** (another boot ID, bind-mounted over the kernel's for one call with
 //!   `Call::in_boot`): host-local's release of an earlier boot's reservations in
 //!   `reboot.rs`; the runtime's view of attachments cached in an earlier boot next to the
@@ -95,6 +96,7 @@ mod firewall;
 mod flannel;
 mod go_keys;
 mod gocni;
+mod host_device;
 mod host_local;
 mod in_process_chains;
 mod ipmasq;
@@ -110,6 +112,7 @@ mod reliability;
 mod sbr;
 mod r#static;
 mod sysctl;
+mod tap;
 mod tuning;
 mod veth;
 mod vlan;

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 
 use crate::common::{CallOutput, Netns, TestEnv, ALL_VERSIONS};
-use crate::plugin_state::{addrs, at_least, has_interfaces, link_names, links, mask, merge, reservations, routes};
+use crate::plugin_state::{
+    addrs, at_least, has_interfaces, link_names, links, mask, merge, reservations, routes, with_prev,
+};
 
 /// What an ADD left: the result (MACs and the sandbox masked), links, addresses, routes.
 #[derive(Debug, PartialEq)]
@@ -23,13 +25,6 @@ pub struct World {
     ifname: &'static str,
     /// The applet's own keys in every config.
     keys: Value,
-}
-
-/// `c` with `prevResult` set to `prev`.
-pub fn with_prev(c: &Value, prev: &Value) -> Value {
-    let mut c = c.clone();
-    c["prevResult"] = prev.clone();
-    c
 }
 
 impl World {

@@ -17,8 +17,8 @@ pub mod keys;
 
 pub use read::{
     as_object, as_struct, int_of, kind, leniently, nullable_field, opt_array, opt_bool, opt_int, opt_list, opt_map,
-    opt_object, opt_ptr_bool, opt_ptr_int, opt_ptr_object, opt_ptr_str, opt_raw, opt_str, opt_str_list, opt_u32,
-    opt_u64, opt_uint, str_list, type_error, value_field, Fields, Map,
+    opt_object, opt_ptr_bool, opt_ptr_int, opt_ptr_object, opt_ptr_str, opt_ptr_u32, opt_raw, opt_str, opt_str_list,
+    opt_u32, opt_u64, opt_uint, str_list, type_error, value_field, Fields, Map,
 };
 pub use tree::{parse, Json, Object};
 

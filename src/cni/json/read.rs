@@ -218,6 +218,12 @@ pub fn opt_ptr_int(obj: &Fields, key: &str, path: &str) -> Result<Option<i64>, E
     nullable_field(obj, key, "*int", |v| int_of(v, path, "int"))
 }
 
+/// A `*uint32` field (tap's `owner` and `group`): a whole number that fits 32 bits
+/// unsigned, else Go's error for that type; a `null` written last makes it nil.
+pub fn opt_ptr_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error> {
+    nullable_field(obj, key, "*uint32", |v| unsigned_of(v, path, "uint32"))
+}
+
 /// A non-negative integer that must fit `T` (MTUs, table ids, indexes).
 pub fn opt_uint<T: TryFrom<i64>>(obj: &Fields, key: &str, path: &str) -> Result<Option<T>, Error> {
     match opt_int(obj, key, path)? {
@@ -241,14 +247,19 @@ pub fn opt_u32(obj: &Fields, key: &str, path: &str) -> Result<Option<u32>, Error
 
 /// A Go unsigned field of type `ty`, whose range is `T`'s.
 fn opt_unsigned<T: TryFrom<u64>>(obj: &Fields, key: &str, path: &str, ty: &str) -> Result<Option<T>, Error> {
-    value_field(obj, key, ty, |v| match v {
+    value_field(obj, key, ty, |v| unsigned_of(v, path, ty))
+}
+
+/// A JSON number as a Go unsigned integer of type `ty`, whose range is `T`'s.
+fn unsigned_of<T: TryFrom<u64>>(v: &Json, path: &str, ty: &str) -> Result<T, Error> {
+    match v {
         Json::Number(n) => n.as_u64().and_then(|u| T::try_from(u).ok()).ok_or_else(|| {
             Error::internal(format!(
                 "json: cannot unmarshal number {n} into Go struct field {path} of type {ty}"
             ))
         }),
         other => Err(type_error(other, path, ty)),
-    })
+    }
 }
 
 /// A `[]string`: `null`/absent is `None`, `[]` is `Some(empty)` (the distinction DNS needs);
@@ -379,6 +390,29 @@ mod tests {
             assert!(opt_object(o, "n", "x", "T").unwrap().is_none());
             assert!(opt_map(o, "n", "x", "map[string]string").unwrap().is_none());
             assert!(opt_raw(o, "n").is_none());
+        });
+    }
+
+    #[test]
+    fn a_uint32_pointer_is_nil_zero_or_in_range() {
+        with(r#"{"o": 0, "g": 4294967295, "n": 5, "n": null}"#, |o| {
+            assert_eq!(opt_ptr_u32(o, "o", "T.o").unwrap(), Some(0));
+            assert_eq!(opt_ptr_u32(o, "g", "T.g").unwrap(), Some(u32::MAX));
+            assert_eq!(opt_ptr_u32(o, "n", "T.n").unwrap(), None);
+            assert_eq!(opt_ptr_u32(o, "missing", "T.m").unwrap(), None);
+        });
+        with(r#"{"a": -1, "b": 4294967296, "c": 1.5, "d": "1"}"#, |o| {
+            for (key, text) in [
+                ("a", "number -1"),
+                ("b", "number 4294967296"),
+                ("c", "number 1.5"),
+                ("d", "string"),
+            ] {
+                assert_eq!(
+                    opt_ptr_u32(o, key, &format!("T.{key}")).unwrap_err().msg,
+                    format!("json: cannot unmarshal {text} into Go struct field T.{key} of type uint32")
+                );
+            }
         });
     }
 

@@ -15,7 +15,6 @@
 //! add rule inet cni_plugins_masquerade masq_checks: No such file or directory
 //! ```
 mod attrs;
-mod release;
 mod socket;
 
 pub use attrs::Attrs;

@@ -46,7 +46,7 @@ pub struct NfMessage {
 }
 
 /// A netfilter socket, bound to the network namespace it was opened in. Dropping it does
-/// not wait for the kernel (see [`super::release`]).
+/// not wait for the kernel (see [`crate::util::release`]).
 pub struct NfSocket {
     /// Taken out only by `drop`.
     sock: ManuallyDrop<NlSocket>,
@@ -60,7 +60,7 @@ impl Drop for NfSocket {
         let sock = unsafe { ManuallyDrop::take(&mut self.sock) };
         // SAFETY: `into_raw_fd` hands over the descriptor neli owned.
         let fd = unsafe { OwnedFd::from_raw_fd(sock.into_raw_fd()) };
-        super::release::close_without_waiting(fd);
+        crate::util::release::close_without_waiting(fd);
     }
 }
 
@@ -164,9 +164,11 @@ impl NfSocket {
 
     /// Sends the batch in one datagram and waits for the ACK of every message. The kernel
     /// applies all of it or nothing; the first failure is returned, naming its message.
-    pub fn commit(&self, batch: Batch) -> Result<()> {
+    /// Returns what the kernel echoed of the messages sent with `NLM_F_ECHO` (the objects
+    /// as committed, with the handles it gave them).
+    pub fn commit(&self, batch: Batch) -> Result<Vec<NfMessage>> {
         if batch.messages.is_empty() {
-            return Ok(());
+            return Ok(vec![]);
         }
         self.fit_acks(batch.messages.len());
         let res_id = u16::from(batch.subsys);
@@ -209,8 +211,13 @@ impl NfSocket {
         self.send(&out).map_err(|e| whole.transport(e))?;
         let mut failure: Option<(Option<usize>, TransportError)> = None;
         let mut answered = 0;
+        let mut echoed = Vec::new();
         self.receive(|m| {
             if m.kind != NLMSG_ERROR {
+                // the commit's echoes come before the ACKs
+                if pending.contains(&m.seq) {
+                    echoed.push(m.into_nf());
+                }
                 return Step::More;
             }
             if m.seq == begin {
@@ -235,7 +242,7 @@ impl NfSocket {
         })
         .map_err(|e| whole.transport(e))?;
         match failure {
-            None => Ok(()),
+            None => Ok(echoed),
             Some((Some(i), e)) => Err(batch.messages[i].op.transport(e)),
             Some((None, e)) => Err(batch.ops_summary().transport(e)),
         }

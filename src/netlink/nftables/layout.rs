@@ -10,26 +10,35 @@
 //! nothing to wait for. (Deleting a rule always leaves some. cnibox's own sockets no
 //! longer wait when they close, see [`NfSocket`](crate::netlink::netfilter::NfSocket)'s
 //! drop, but every other close in the namespace, nft's and iptables-nft's, still does.)
-use super::{Chain, ChainInfo, Family, Nftables, Rule, RuleInfo, Table, Transaction};
+use super::{Chain, ChainInfo, Family, Nftables, Rule, RuleInfo, Set, Table, Transaction};
 use crate::netlink::Result;
 
-/// What a shape declares: the table, every chain it must have, and the chains whose rules
-/// are the layout's alone (in order), rewritten as a whole when they differ.
+/// What a shape declares: the table, every chain and set it must have, and the chains
+/// whose rules are the layout's alone (in order), rewritten as a whole when they differ.
 pub struct Layout<'a> {
     pub table: Table<'a>,
     pub chains: Vec<Chain<'a>>,
+    pub sets: Vec<Set<'a>>,
     pub entry_rules: Vec<(&'a str, Vec<Rule<'a>>)>,
 }
 
-/// A table as the kernel holds it now: its chains and all of its rules (two dumps).
+/// A table as the kernel holds it now: its chains and rules, from [`Nftables::table_state`]
+/// (every rule), or [`Nftables::layout_state`] (the layout's entry rules, and its sets).
 pub struct TableState {
     pub chains: Vec<ChainInfo>,
     pub rules: Vec<RuleInfo>,
+    /// The names of the table's sets; read only by [`Nftables::layout_state`] of a
+    /// layout that has sets.
+    pub sets: Vec<String>,
 }
 
 impl TableState {
     pub fn has_chain(&self, name: &str) -> bool {
         self.chains.iter().any(|c| c.name == name)
+    }
+
+    pub fn has_set(&self, name: &str) -> bool {
+        self.sets.iter().any(|s| s == name)
     }
 
     /// Whether `chain` exists as declared: a base chain on the same hook and priority (and
@@ -72,7 +81,33 @@ impl Nftables {
         Ok(TableState {
             chains: self.chains(family, table)?,
             rules: self.table_rules(family, table)?,
+            sets: vec![],
         })
+    }
+
+    /// What [`Transaction::declare`] needs of `layout`'s table and no more: its chains, its
+    /// sets (when the layout has any) and the rules of the entry chains. Unlike
+    /// [`table_state`](Self::table_state) it does not grow with the rules of other chains.
+    pub fn layout_state(&self, layout: &Layout) -> Result<TableState> {
+        let Table { family, name, .. } = layout.table;
+        let chains = self.chains(family, name)?;
+        let mut now = TableState {
+            rules: vec![],
+            sets: vec![],
+            chains,
+        };
+        if now.chains.is_empty() {
+            return Ok(now); // no table (a table without chains is declared again: harmless)
+        }
+        if !layout.sets.is_empty() {
+            now.sets = self.sets(family, name)?;
+        }
+        for (chain, _) in &layout.entry_rules {
+            if now.has_chain(chain) {
+                now.rules.extend(self.rules(family, name, chain)?);
+            }
+        }
+        Ok(now)
     }
 }
 
@@ -89,6 +124,9 @@ impl Transaction {
         // it or refuses (a regular chain where a base chain belongs: "File exists").
         for c in layout.chains.iter().filter(|c| !now.has_chain_as(c)) {
             self.add_chain(c);
+        }
+        for set in layout.sets.iter().filter(|s| !now.sets.iter().any(|n| n == s.name)) {
+            self.add_set(set);
         }
         for (chain, rules) in &layout.entry_rules {
             let have: Vec<&RuleInfo> = now.rules_of(chain).collect();

@@ -45,10 +45,12 @@ mod wire;
 
 pub use expr::{Expr, Verdict};
 pub use layout::{commented, Layout, TableState};
-pub use objects::{priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Table};
+pub use objects::{
+    priority, BaseChain, Chain, ChainInfo, ChainType, Family, Hook, Policy, Rule, RuleInfo, Set, SetKey, Table,
+};
 
 use super::netfilter::{msg_type, Batch, NfSocket, NFNL_SUBSYS_NFTABLES};
-use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP};
+use super::wire::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_ECHO};
 use super::Result;
 use crate::netns::Netns;
 use wire::*;
@@ -119,7 +121,18 @@ impl Nftables {
 
     /// Applies the transaction atomically: every change, or none.
     pub fn commit(&self, tx: Transaction) -> Result<()> {
-        self.sock.commit(tx.batch)
+        self.commit_echoed(tx).map(drop)
+    }
+
+    /// The same, returning the rules added with [`Transaction::add_rule_echoed`] as the
+    /// kernel committed them (with their handles).
+    pub fn commit_echoed(&self, tx: Transaction) -> Result<Vec<RuleInfo>> {
+        let echoed = self.sock.commit(tx.batch)?;
+        Ok(echoed
+            .iter()
+            .filter(|m| m.kind == msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_NEWRULE))
+            .filter_map(|m| objects::decode_rule(&m.attrs))
+            .collect())
     }
 
     /// Reads, plans and commits a change: `plan` reads what it needs and returns the
@@ -131,17 +144,28 @@ impl Nftables {
     pub fn commit_planned<E>(
         &self,
         attempts: usize,
-        mut plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
+        plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
         commit_error: impl Fn(crate::netlink::Error) -> E,
     ) -> std::result::Result<(), E> {
+        self.commit_planned_echoed(attempts, plan, commit_error).map(drop)
+    }
+
+    /// [`commit_planned`](Self::commit_planned), returning what
+    /// [`commit_echoed`](Self::commit_echoed) returns.
+    pub fn commit_planned_echoed<E>(
+        &self,
+        attempts: usize,
+        mut plan: impl FnMut(&Nftables) -> std::result::Result<Transaction, E>,
+        commit_error: impl Fn(crate::netlink::Error) -> E,
+    ) -> std::result::Result<Vec<RuleInfo>, E> {
         let mut refused = None;
         for _ in 0..attempts {
             let tx = plan(self)?;
             if tx.is_empty() {
-                return Ok(());
+                return Ok(vec![]);
             }
-            match self.commit(tx) {
-                Ok(()) => return Ok(()),
+            match self.commit_echoed(tx) {
+                Ok(echoed) => return Ok(echoed),
                 Err(e) if e.is_stale_plan() => refused = Some(e),
                 Err(e) => return Err(commit_error(e)),
             }
@@ -240,29 +264,89 @@ impl Nftables {
         self.dump_rules(family, table, None)
     }
 
+    /// The names of a table's sets (none without the table).
+    pub fn sets(&self, family: Family, table: &str) -> Result<Vec<String>> {
+        let mut a = crate::netlink::netfilter::Attrs::new();
+        a.string(NFTA_SET_TABLE, table);
+        let msgs = self.dump("list sets", format!("{family} {table}"), NFT_MSG_GETSET, family, &a)?;
+        Ok(msgs.iter().filter_map(|m| objects::decode_set_name(&m.attrs)).collect())
+    }
+
+    /// The element `key` of a set, with its data (empty in a set without data): one lookup
+    /// in the set, whatever its size. None when the table, the set or the element does not
+    /// exist.
+    pub fn element(&self, family: Family, table: &str, set: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let a = objects::element_attrs(table, set, key, None);
+        match self.sock.request(
+            "get element",
+            &format!("{family} {table} {set}"),
+            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETSETELEM),
+            0,
+            family as u8,
+            0,
+            a.as_bytes(),
+        ) {
+            Ok(msgs) => Ok(msgs
+                .iter()
+                .flat_map(|m| objects::decode_elements(&m.attrs))
+                .find(|(k, _)| k == key)
+                .map(|(_, data)| data)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every key of a set (none without the table or the set).
+    pub fn elements(&self, family: Family, table: &str, set: &str) -> Result<Vec<Vec<u8>>> {
+        let a = objects::element_location(table, set);
+        let msgs = self.dump(
+            "list elements",
+            format!("{family} {table} {set}"),
+            NFT_MSG_GETSETELEM,
+            family,
+            &a,
+        )?;
+        Ok(msgs
+            .iter()
+            .flat_map(|m| objects::decode_elements(&m.attrs))
+            .map(|(k, _)| k)
+            .collect())
+    }
+
+    /// A dump of `family`'s objects of one kind, filtered by `attrs`; nothing when what it
+    /// is filtered by (the table, the chain, the set) does not exist.
+    fn dump(
+        &self,
+        op: &str,
+        object: String,
+        msg: u8,
+        family: Family,
+        attrs: &crate::netlink::netfilter::Attrs,
+    ) -> Result<Vec<crate::netlink::netfilter::NfMessage>> {
+        let msgs = self.sock.request(
+            op,
+            &object,
+            msg_type(NFNL_SUBSYS_NFTABLES, msg),
+            NLM_F_DUMP,
+            family as u8,
+            0,
+            attrs.as_bytes(),
+        );
+        match msgs {
+            Err(e) if e.is_not_found() => Ok(vec![]),
+            Err(e) => Err(e),
+            Ok(msgs) => Ok(msgs.into_iter().filter(|m| m.family == family as u8).collect()),
+        }
+    }
+
     fn dump_rules(&self, family: Family, table: &str, chain: Option<&str>) -> Result<Vec<RuleInfo>> {
         let a = match chain {
             Some(chain) => objects::rule_location(table, chain),
             None => objects::table_location(table),
         };
-        let msgs = self.sock.request(
-            "list rules",
-            &format!("{family} {table} {}", chain.unwrap_or("*")),
-            msg_type(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE),
-            NLM_F_DUMP,
-            family as u8,
-            0,
-            a.as_bytes(),
-        );
-        let msgs = match msgs {
-            Err(e) if e.is_not_found() => return Ok(vec![]),
-            other => other?,
-        };
-        Ok(msgs
-            .iter()
-            .filter(|m| m.family == family as u8)
-            .filter_map(|m| objects::decode_rule(&m.attrs))
-            .collect())
+        let object = format!("{family} {table} {}", chain.unwrap_or("*"));
+        let msgs = self.dump("list rules", object, NFT_MSG_GETRULE, family, &a)?;
+        Ok(msgs.iter().filter_map(|m| objects::decode_rule(&m.attrs)).collect())
     }
 }
 
@@ -381,6 +465,37 @@ impl Transaction {
         self
     }
 
+    /// `add set` (kept, with its elements, if it exists).
+    pub fn add_set(&mut self, set: &Set) -> &mut Self {
+        let attrs = objects::set_attrs(set).into_bytes();
+        let object = format!("{} {} {}", set.family, set.table, set.name);
+        self.push("add set", object, NFT_MSG_NEWSET, NLM_F_CREATE, set.family, attrs);
+        self
+    }
+
+    /// `add element`, with `data` in a map (nothing changes if the set holds the key already).
+    pub fn add_element(
+        &mut self,
+        family: Family,
+        table: &str,
+        set: &str,
+        key: &[u8],
+        data: Option<&[u8]>,
+    ) -> &mut Self {
+        let attrs = objects::element_attrs(table, set, key, data).into_bytes();
+        let object = format!("{family} {table} {set}");
+        self.push("add element", object, NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, attrs);
+        self
+    }
+
+    /// `delete element` (the set must hold it).
+    pub fn delete_element(&mut self, family: Family, table: &str, set: &str, key: &[u8]) -> &mut Self {
+        let attrs = objects::element_attrs(table, set, key, None).into_bytes();
+        let object = format!("{family} {table} {set}");
+        self.push("delete element", object, NFT_MSG_DELSETELEM, 0, family, attrs);
+        self
+    }
+
     /// `add rule`: appended at the end of its chain.
     pub fn add_rule(&mut self, r: &Rule) -> &mut Self {
         self.append_rule(r, None)
@@ -393,14 +508,24 @@ impl Transaction {
         self.append_rule(r, Some(tag))
     }
 
+    /// `add rule`, echoed back by the kernel at the commit with its handle (see
+    /// [`Nftables::commit_echoed`]).
+    pub fn add_rule_echoed(&mut self, r: &Rule) -> &mut Self {
+        self.push_rule(r, None, NLM_F_ECHO)
+    }
+
     fn append_rule(&mut self, r: &Rule, tag: Option<&str>) -> &mut Self {
+        self.push_rule(r, tag, 0)
+    }
+
+    fn push_rule(&mut self, r: &Rule, tag: Option<&str>, flags: u16) -> &mut Self {
         let attrs = objects::rule_attrs_tagged(r, None, tag).into_bytes();
         let object = format!("{} {} {}", r.family, r.table, r.chain);
         self.push(
             "add rule",
             object,
             NFT_MSG_NEWRULE,
-            NLM_F_CREATE | NLM_F_APPEND,
+            NLM_F_CREATE | NLM_F_APPEND | flags,
             r.family,
             attrs,
         );

@@ -3,6 +3,7 @@ use std::fmt;
 
 use super::expr::{Expr, Verdict};
 use super::wire::*;
+use crate::netlink::bytes;
 use crate::netlink::netfilter::Attrs;
 use crate::netlink::netfilter::{be32, be64};
 use crate::netlink::wire::{as_string, attrs, find};
@@ -105,6 +106,35 @@ pub struct Chain<'a> {
     pub name: &'a str,
     pub base: Option<BaseChain>,
     pub comment: Option<&'a str>,
+}
+
+/// A named set of fixed-size keys, or a map when it has `data` (no intervals, no timeouts:
+/// a hash set).
+#[derive(Debug, Clone, Copy)]
+pub struct Set<'a> {
+    pub family: Family,
+    pub table: &'a str,
+    pub name: &'a str,
+    pub key: SetKey,
+    /// The type of the data each key maps to (a map), or None (a set).
+    pub data: Option<SetKey>,
+    pub comment: Option<&'a str>,
+}
+
+/// A set's key type, as nft names it (and prints the elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKey {
+    /// 16 bytes, printed as an IPv6 address.
+    Ipv6Addr,
+}
+
+impl SetKey {
+    /// The key's size in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            SetKey::Ipv6Addr => 16,
+        }
+    }
 }
 
 /// A rule to add: its expressions in order and an optional comment.
@@ -293,6 +323,90 @@ pub(crate) fn chain_attrs(c: &Chain) -> Attrs {
         a.bytes(NFTA_CHAIN_USERDATA, &comment_udata(comment));
     }
     a
+}
+
+impl SetKey {
+    /// nft's datatype number and byte order.
+    fn nft_type(self) -> (u32, u32) {
+        match self {
+            SetKey::Ipv6Addr => (NFT_TYPE_IP6ADDR, NFT_BYTEORDER_BIG_ENDIAN),
+        }
+    }
+}
+
+/// A set's attributes as nft 1.x sends them for `add set|map … { type …; comment …; }`.
+pub(crate) fn set_attrs(s: &Set) -> Attrs {
+    let (key_type, byteorder) = s.key.nft_type();
+    let mut udata = vec![NFTNL_UDATA_SET_KEYBYTEORDER, 4];
+    udata.extend_from_slice(&bytes::host32(byteorder));
+    if let Some(data) = s.data {
+        udata.extend_from_slice(&[NFTNL_UDATA_SET_DATABYTEORDER, 4]);
+        udata.extend_from_slice(&bytes::host32(data.nft_type().1));
+    }
+    if let Some(c) = s.comment {
+        let mut comment = comment_udata(c);
+        comment[0] = NFTNL_UDATA_SET_COMMENT;
+        udata.extend(comment);
+    }
+    let mut a = Attrs::new();
+    a.string(NFTA_SET_TABLE, s.table)
+        .string(NFTA_SET_NAME, s.name)
+        .be32(NFTA_SET_FLAGS, if s.data.is_some() { NFT_SET_MAP } else { 0 })
+        .be32(NFTA_SET_KEY_TYPE, key_type)
+        .be32(NFTA_SET_KEY_LEN, s.key.bytes() as u32);
+    if let Some(data) = s.data {
+        a.be32(NFTA_SET_DATA_TYPE, data.nft_type().0)
+            .be32(NFTA_SET_DATA_LEN, data.bytes() as u32);
+    }
+    a.be32(NFTA_SET_ID, 1).bytes(NFTA_SET_USERDATA, &udata);
+    a
+}
+
+/// Where set elements are: the table and the set (what an element dump is filtered by).
+pub(crate) fn element_location(table: &str, set: &str) -> Attrs {
+    let mut a = Attrs::new();
+    a.string(NFTA_SET_ELEM_LIST_TABLE, table)
+        .string(NFTA_SET_ELEM_LIST_SET, set);
+    a
+}
+
+/// One element of a set, by its key, with its data in a map.
+pub(crate) fn element_attrs(table: &str, set: &str, key: &[u8], data: Option<&[u8]>) -> Attrs {
+    let mut a = element_location(table, set);
+    a.nest(NFTA_SET_ELEM_LIST_ELEMENTS, |list| {
+        list.nest(NFTA_LIST_ELEM, |el| {
+            el.nest(NFTA_SET_ELEM_KEY, |k| {
+                k.bytes(NFTA_DATA_VALUE, key);
+            });
+            if let Some(data) = data {
+                el.nest(NFTA_SET_ELEM_DATA, |d| {
+                    d.bytes(NFTA_DATA_VALUE, data);
+                });
+            }
+        });
+    });
+    a
+}
+
+/// The elements of an element message (a dump sends several per message): each key with
+/// its data (empty in a set without data).
+pub(crate) fn decode_elements(a: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let Some(list) = find(a, NFTA_SET_ELEM_LIST_ELEMENTS) else {
+        return vec![];
+    };
+    let value = |el: &[u8], ty| find(find(el, ty)?, NFTA_DATA_VALUE).map(<[u8]>::to_vec);
+    attrs(list)
+        .filter_map(|(_, el)| {
+            Some((
+                value(el, NFTA_SET_ELEM_KEY)?,
+                value(el, NFTA_SET_ELEM_DATA).unwrap_or_default(),
+            ))
+        })
+        .collect()
+}
+
+pub(crate) fn decode_set_name(a: &[u8]) -> Option<String> {
+    find(a, NFTA_SET_NAME).map(as_string)
 }
 
 /// A rule dump of a whole table.

@@ -10,6 +10,11 @@ pub(crate) const NFT_MSG_DELCHAIN: u8 = 5;
 pub(crate) const NFT_MSG_NEWRULE: u8 = 6;
 pub(crate) const NFT_MSG_GETRULE: u8 = 7;
 pub(crate) const NFT_MSG_DELRULE: u8 = 8;
+pub(crate) const NFT_MSG_NEWSET: u8 = 9;
+pub(crate) const NFT_MSG_GETSET: u8 = 10;
+pub(crate) const NFT_MSG_NEWSETELEM: u8 = 12;
+pub(crate) const NFT_MSG_GETSETELEM: u8 = 13;
+pub(crate) const NFT_MSG_DELSETELEM: u8 = 14;
 pub(crate) const NFT_MSG_GETGEN: u8 = 16;
 /// NFTA_GEN_ID of NFT_MSG_NEWGEN: the ruleset's generation.
 pub(crate) const NFTA_GEN_ID: u16 = 1;
@@ -38,6 +43,26 @@ pub(crate) const NFTA_RULE_EXPRESSIONS: u16 = 4;
 pub(crate) const NFTA_RULE_POSITION: u16 = 6;
 pub(crate) const NFTA_RULE_USERDATA: u16 = 7;
 pub(crate) const NFTA_LIST_ELEM: u16 = 1;
+
+// NFTA_SET_* and NFTA_SET_ELEM_*
+pub(crate) const NFTA_SET_TABLE: u16 = 1;
+pub(crate) const NFTA_SET_NAME: u16 = 2;
+pub(crate) const NFTA_SET_FLAGS: u16 = 3;
+pub(crate) const NFTA_SET_KEY_TYPE: u16 = 4;
+pub(crate) const NFTA_SET_KEY_LEN: u16 = 5;
+pub(crate) const NFTA_SET_DATA_TYPE: u16 = 6;
+pub(crate) const NFTA_SET_DATA_LEN: u16 = 7;
+pub(crate) const NFTA_SET_ID: u16 = 10;
+/// NFTA_SET_FLAGS: the set maps each key to data.
+pub(crate) const NFT_SET_MAP: u32 = 0x8;
+pub(crate) const NFTA_SET_USERDATA: u16 = 13;
+pub(crate) const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
+pub(crate) const NFTA_SET_ELEM_LIST_SET: u16 = 2;
+pub(crate) const NFTA_SET_ELEM_LIST_ELEMENTS: u16 = 3;
+pub(crate) const NFTA_SET_ELEM_KEY: u16 = 1;
+pub(crate) const NFTA_SET_ELEM_DATA: u16 = 2;
+/// nft's datatype numbers (the set's key type, which `nft list` prints by).
+pub(crate) const NFT_TYPE_IP6ADDR: u32 = 8;
 pub(crate) const NFTA_EXPR_NAME: u16 = 1;
 pub(crate) const NFTA_EXPR_DATA: u16 = 2;
 
@@ -92,6 +117,12 @@ pub(crate) const NF_NAT_RANGE_PROTO_SPECIFIED: u32 = 2;
 // libnftnl userdata TLVs (u8 type, u8 length, value): the comment is type 0 for tables,
 // chains and rules alike, stored with its NUL as nft does.
 pub(crate) const NFTNL_UDATA_COMMENT: u8 = 0;
+/// A set's userdata TLVs: the key's byte order (nft's BYTEORDER_BIG_ENDIAN is 2, stored as
+/// a host-order u32), and the comment.
+pub(crate) const NFTNL_UDATA_SET_KEYBYTEORDER: u8 = 0;
+pub(crate) const NFTNL_UDATA_SET_DATABYTEORDER: u8 = 1;
+pub(crate) const NFTNL_UDATA_SET_COMMENT: u8 = 7;
+pub(crate) const NFT_BYTEORDER_BIG_ENDIAN: u32 = 2;
 /// NFT_USERDATA_MAXLEN bounds the whole userdata; nft caps comments at 128 bytes.
 pub(crate) const NFT_COMMENT_MAX: usize = 128;
 

@@ -4,8 +4,8 @@
 use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
-    self, AddrOptions, BridgeSpec, Family, Handle, Link, LinkKind, MacAddr, OperState, PortFlags, PortVlan, VethError,
-    VethSpec,
+    self, AddrOptions, BridgeSpec, Family, Handle, Ipv6Conf, Link, LinkKind, MacAddr, OperState, PortFlags, PortVlan,
+    VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
@@ -81,7 +81,11 @@ pub fn ensure_bridge(h: &Handle, conf: &NetConf) -> Result<Link, Error> {
         })?;
     }
     // We want to own the routes of this interface (errors ignored, as the reference does).
-    let _ = sysctl::set(&sysctl::ipv6_conf(name, "accept_ra"), "0");
+    // Read over netlink first: only the ADD that made the bridge pays the sysctl write
+    // (an IPv6 device setting: the kernel sets those only through /proc/sys).
+    if h.devconf(link.index).ok().and_then(|c| c.ipv6(Ipv6Conf::AcceptRa)) != Some(0) {
+        let _ = sysctl::set(&sysctl::ipv6_conf(name, "accept_ra"), "0");
+    }
     if !link.up {
         h.set_up(link.index).map_err(wrap)?;
     }
@@ -149,6 +153,8 @@ pub fn setup_port(h: &Handle, port: &Link, conf: &NetConf, vlan: u16, trunk: &[u
             .map_err(|e| Error::internal(format!("failed to setup port flags for {name}: {e}")))?;
     }
     setup_port_vlans(h, port, vlan, trunk, conf.preserve_default_vlan)?;
+    // A sysctl write: the kernel sets IPv6 device settings only through /proc/sys, and a
+    // new port has the namespace's default, which is not 0.
     let _ = sysctl::set(&sysctl::ipv6_conf(name, "accept_ra"), "0");
     h.set_up(port.index)
         .map_err(|e| Error::internal(format!("failed to set {name:?} up: {e}")))?;

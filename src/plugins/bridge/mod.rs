@@ -22,7 +22,7 @@ pub mod gateway;
 use crate::cni::result::Interface;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
 use crate::firewall_rules::{ipmasq, spoofcheck};
-use crate::netlink::{Handle, Link, LinkKind, MacAddr};
+use crate::netlink::{Handle, Ipv4Conf, Link, LinkKind, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::teardown::Teardown;
@@ -157,7 +157,7 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         }
         let gateways = gateway::apply(&mut result, conf);
 
-        container_sysctls(&netns, &req.ifname, conf.enable_dad)?;
+        container_sysctls(&netns, &cont, cont_link.index, &req.ifname, conf.enable_dad)?;
         iface::configure(&netns, &cont, &req.ifname, &result)?;
         if conf.is_gateway && !gateways.is_empty() {
             put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
@@ -190,8 +190,11 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
 /// DAD is off on the container veth unless asked for (the bridge is a private L2 segment,
 /// and waiting seconds for DAD is the reference's best-known slowdown); ARP notifications on,
 /// so neighbours learn a reused address's new MAC at once. Errors are ignored, as in the
-/// reference (IPv6 may be disabled).
-fn container_sysctls(netns: &Netns, ifname: &str, enable_dad: bool) -> Result<(), Error> {
+/// reference (IPv6 may be disabled). arp_notify goes over netlink; the DAD settings are
+/// IPv6 device settings, which the kernel sets only through `/proc/sys` (addresses with
+/// IFA_F_NODAD would skip DAD too, but leave `accept_dad` as it was and the link-local
+/// address still tentative, which is not what the reference does).
+fn container_sysctls(netns: &Netns, cont: &Handle, index: u32, ifname: &str, enable_dad: bool) -> Result<(), Error> {
     netns.run(|| {
         let dad = |leaf: &str| sysctl::ipv6_conf(ifname, leaf);
         if enable_dad {
@@ -200,8 +203,8 @@ fn container_sysctls(netns: &Netns, ifname: &str, enable_dad: bool) -> Result<()
         } else {
             let _ = sysctl::set(&dad("accept_dad"), "0");
         }
-        let _ = sysctl::set(&sysctl::ipv4_conf(ifname, "arp_notify"), "1");
     })?;
+    let _ = cont.set_ipv4_conf(index, &[(Ipv4Conf::ArpNotify, 1)]);
     Ok(())
 }
 
@@ -228,7 +231,7 @@ fn put_gateways(
     for gw in gateways {
         device::ensure_addr(host, &target, *gw, conf.force_address).map_err(|e| e.context(what))?;
     }
-    iface::enable_forwarding(&result.ips).map_err(|e| e.context("failed to enable forwarding"))
+    iface::enable_forwarding(host, &result.ips).map_err(|e| e.context("failed to enable forwarding"))
 }
 
 /// DEL, idempotent in every state: the spoof-check and masquerade rules (found by

@@ -25,8 +25,7 @@ use crate::firewall_rules::iptables::save_restore::Family;
 use crate::firewall_rules::shared_chain::Interface;
 use crate::netlink::conntrack::Conntrack;
 use crate::netlink::nftables::TableState;
-use crate::netlink::{self, Handle};
-use crate::sysctl;
+use crate::netlink::{self, Handle, Ipv4Conf};
 use config::{Backend, Conf, Protocol};
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
@@ -258,11 +257,10 @@ fn enable_localnet_routing(container: IpAddr) -> Result<(), Error> {
     let Some(oif) = host.route_get(container)?.and_then(|r| r.oif) else {
         return Ok(());
     };
-    let Some(link) = host.link_by_index(oif)? else {
-        return Ok(());
-    };
-    sysctl::set(&sysctl::ipv4_conf(&link.name, "route_localnet"), "1")
-        .map_err(|e| Error::internal(format!("unable to enable route_localnet: {e}")))
+    match host.set_ipv4_conf(oif, &[(Ipv4Conf::RouteLocalnet, 1)]) {
+        Err(e) if e.is_not_found() => Ok(()),
+        r => r.map_err(|e| Error::internal(format!("unable to enable route_localnet: {e}"))),
+    }
 }
 
 /// Remove the attachment's rules from both backends.

@@ -1389,3 +1389,99 @@ fn del_matrix() {
 fn common_keys() {
     crate::common_keys::same_as_the_reference("bridge");
 }
+
+/// The syscalls of one bridge call, as `strace -f -e trace=open,openat,sendto` prints them
+/// (netlink payloads as hex escapes; strings up to 400 bytes).
+fn traced(env: &TestEnv, verb: &str, id: &str, ns: &Netns, c: &Value) -> String {
+    let log = env.tmp.path().join(common::unique("strace"));
+    env.call("bridge")
+        .verb(verb, id, ns.path_str(), IFNAME)
+        .config(c)
+        .run_under(&[
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=open,openat,sendto",
+            "-s",
+            "400",
+            "-o",
+            log.to_str().unwrap(),
+        ])
+        .success();
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// `s` as strace escapes netlink payload bytes.
+fn strace_hex(s: &str) -> String {
+    s.bytes().map(|b| format!("\\x{b:02x}")).collect()
+}
+
+/// An ADD of a new attachment and a DEL of one cnibox made read no rule of the
+/// masquerade table beyond its three entry rules (`postrouting`): the index of
+/// attachments answers for its attachment in one lookup, and the DEL deletes by the
+/// handles it holds. Before, every ADD dumped the whole table and every DEL all of
+/// `masq_checks`, one rule per container on the node: the part of both that grew as the
+/// node filled.
+#[test]
+fn add_and_del_read_no_masquerade_rules_of_other_attachments() {
+    let env = TestEnv::new();
+    let c = conf(
+        &env,
+        "1.1.0",
+        json!({"isGateway": true, "ipMasq": true, "ipMasqBackend": "nftables", "ipam": ipam(&["10.1.2.0/24"])}),
+    );
+    let (a, b, d) = (env.container(), env.container(), env.container());
+    add(&env, "first", &a, &c).success();
+    add(&env, "second", &b, &c).success();
+    let entry_chain = strace_hex("postrouting");
+    let rule_dumps = |trace: &str| -> Vec<String> {
+        trace
+            .lines()
+            .filter(|l| l.contains("NFT_MSG_GETRULE") && !l.contains(&entry_chain))
+            .map(str::to_string)
+            .collect()
+    };
+    let add_trace = traced(&env, "ADD", "third", &d, &c);
+    assert_eq!(rule_dumps(&add_trace), Vec::<String>::new(), "ADD");
+    assert!(add_trace.contains("NFT_MSG_GETSETELEM"), "asks the index:\n{add_trace}");
+    let del_trace = traced(&env, "DEL", "third", &d, &c);
+    assert_eq!(rule_dumps(&del_trace), Vec::<String>::new(), "DEL");
+    let nft = nft_ruleset(&env.host);
+    assert!(!nft.contains("id: third\""), "{nft}");
+    assert!(nft.contains("id: first\"") && nft.contains("id: second\""), "{nft}");
+    for (id, ns) in [("first", &a), ("second", &b)] {
+        del(&env, id, ns.path_str(), &c).success();
+    }
+    assert!(!nft_ruleset(&env.host).contains("masquerade comment"));
+}
+
+/// The container's `arp_notify` is set over netlink (RTM_SETLINK, IFLA_INET_CONF), and
+/// the forwarding switch read with RTM_GETNETCONF: an ADD opens no `/proc/sys` path for
+/// either, and both read 1 in /proc as the reference leaves them. Before, each was a
+/// lookup in /proc/sys/net, whose cost grows with the namespaces on the node.
+#[test]
+fn ipv4_device_settings_and_forwarding_go_over_netlink() {
+    let env = TestEnv::new();
+    let c = conf(
+        &env,
+        "1.1.0",
+        json!({"isGateway": true, "ipam": ipam(&["10.1.2.0/24"])}),
+    );
+    let (a, b) = (env.container(), env.container());
+    add(&env, "first", &a, &c).success(); // turns forwarding on
+    let trace = traced(&env, "ADD", "second", &b, &c);
+    let opened: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains(" open(") || l.contains(" openat("))
+        .collect();
+    for leaf in ["arp_notify", "ip_forward"] {
+        assert!(!opened.iter().any(|l| l.contains(leaf)), "{leaf}: {opened:#?}");
+    }
+    assert!(trace.contains("RTM_GETNETCONF"), "{trace}");
+    assert_eq!(b.sysctl("net/ipv4/conf/eth0/arp_notify"), "1");
+    assert_eq!(env.host.sysctl("net/ipv4/ip_forward"), "1");
+    for (id, ns) in [("first", &a), ("second", &b)] {
+        del(&env, id, ns.path_str(), &c).success();
+    }
+}

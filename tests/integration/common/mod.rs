@@ -9,6 +9,7 @@ pub mod emulation;
 pub mod link_kinds;
 pub mod routes;
 pub mod seccomp;
+pub mod shared_answers;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -342,6 +343,10 @@ pub enum PrivateMount {
         on: std::ffi::CString,
         options: std::ffi::CString,
     },
+    /// A new sysfs on /sys (the old one detached): its /sys/class/net and every device's
+    /// `net` directory list the links of the process's network namespace, as under
+    /// `ip netns exec`.
+    Sysfs,
 }
 
 impl PrivateMount {
@@ -387,8 +392,8 @@ pub const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 /// Makes `c` run in a private mount namespace with `mounts` made in it (after `setns` into
 /// `netns`, when given).
 pub fn with_private_mounts(c: &mut Command, netns: Option<File>, mounts: Vec<PrivateMount>) {
-    // SAFETY: between fork and exec the closure only calls setns(2), unshare(2) and
-    // mount(2) on strings prepared before the fork: async-signal-safe, no allocation.
+    // SAFETY: between fork and exec the closure only calls setns(2), unshare(2), mount(2)
+    // and umount2(2) on strings prepared before the fork: async-signal-safe, no allocation.
     unsafe {
         c.pre_exec(move || {
             use nix::mount::{mount, MsFlags};
@@ -436,6 +441,10 @@ pub fn with_private_mounts(c: &mut Command, netns: Option<File>, mounts: Vec<Pri
                         MsFlags::MS_RDONLY,
                         Some(options.as_c_str()),
                     )?,
+                    PrivateMount::Sysfs => {
+                        nix::mount::umount2(c"/sys", nix::mount::MntFlags::MNT_DETACH)?;
+                        mount(Some(c"sysfs"), c"/sys", Some(c"sysfs"), MsFlags::empty(), None::<&str>)?
+                    }
                 }
             }
             Ok(())
@@ -527,6 +536,13 @@ impl Call {
             mounts: vec![],
             seccomp: vec![],
         }
+    }
+
+    /// Run with a sysfs of the call's network namespace on /sys (in a private mount
+    /// namespace of this call, as `ip netns exec` does): /sys/class/net and every device's
+    /// `net` directory then list that namespace's links, not the machine's.
+    pub fn with_own_sysfs(self) -> Self {
+        self.mount(PrivateMount::Sysfs)
     }
 
     /// Run with the kernel refusing ioctl `request` with `errno` (a seccomp filter on the

@@ -247,11 +247,17 @@ impl Side {
         if parts.route_localnet {
             host["route_localnet"] = route_localnet(&self.env.host);
         }
+        if parts.rules {
+            host["rules"] = rules(&self.env.host);
+        }
         let container = ctr.map(|c| {
             let mut s = ns_state(c, true, masks);
             s["sysctls"] = sysctls(c, parts.container_sysctls);
             if parts.tc {
                 s["tc"] = tc(c);
+            }
+            if parts.rules {
+                s["rules"] = rules(c);
             }
             s
         });
@@ -414,6 +420,15 @@ fn ns_state(ns: &Netns, with_lo: bool, masks: &Masks) -> Value {
     }
     routes.sort_by_key(Value::to_string);
     json!({"links": links, "addrs": addrs, "routes": routes})
+}
+
+/// The policy routing rules of both families (`ip rule` shows one family at a time).
+fn rules(ns: &Netns) -> Value {
+    let family = |f: &str| -> Value {
+        let out = common::run_ok(Command::new("ip").args(["-j", f, "-n", &ns.name, "rule", "show"]));
+        serde_json::from_str(&out).unwrap()
+    };
+    json!({"ipv4": family("-4"), "ipv6": family("-6")})
 }
 
 /// Files of `/proc/sys/<key>`, read by a thread that entered `ns` (null when missing).

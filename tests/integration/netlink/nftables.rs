@@ -20,16 +20,22 @@ fn private_netns() -> Nftables {
 /// 10.0.0.0/24) with `comment`.
 fn netns_with_one_masquerade_rule(comment: &str) -> Nftables {
     let nl = private_netns();
+    nl.commit(one_masquerade_rule(&nl, comment)).unwrap();
+    nl
+}
+
+/// The masquerade layout where it is missing, and one rule (10.0.0.2 leaving 10.0.0.0/24)
+/// with `comment`.
+fn one_masquerade_rule(nl: &Nftables, comment: &str) -> Transaction {
     let mut tx = Transaction::new();
-    tx.declare(&masquerade::layout(), &masquerade::state(&nl).unwrap());
+    tx.declare(&masquerade::layout(), &masquerade::state(nl).unwrap());
     masquerade::masquerade(
         &mut tx,
         "10.0.0.2".parse().unwrap(),
         "10.0.0.0/24".parse().unwrap(),
         comment,
     );
-    nl.commit(tx).unwrap();
-    nl
+    tx
 }
 
 fn nft(args: &[&str]) -> String {
@@ -89,10 +95,12 @@ fn assert_same_as_nft_text(build: impl FnOnce(&Nftables), text: &str) {
     );
 }
 
+/// The reference's layout, and cnibox's index of attachments (its own map, see the shape).
 const MASQ_TEXT: &str = r#"
 add table inet cni_plugins_masquerade { comment "Masquerading for plugins from github.com/containernetworking/plugins" ; }
 add chain inet cni_plugins_masquerade masq_checks { comment "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet" ; }
 add chain inet cni_plugins_masquerade postrouting { type nat hook postrouting priority srcnat ; }
+add map inet cni_plugins_masquerade cnibox_attachments { type ipv6_addr : ipv6_addr ; comment "cnibox: the attachments with rules in masq_checks (their comment's hash) : those rules' handles" ; }
 flush chain inet cni_plugins_masquerade postrouting
 add rule inet cni_plugins_masquerade postrouting ip daddr == 224.0.0.0/4 return
 add rule inet cni_plugins_masquerade postrouting ip6 daddr == ff00::/8 return
@@ -337,6 +345,32 @@ fn dumps_give_handles_comments_and_verdicts_and_delete_by_handle_works() {
     assert_eq!(left, vec![rules[1].clone()]);
 }
 
+/// A rule added echoed comes back from its commit with the handle the kernel lists, and a
+/// map element is found by its key with its data, in one lookup (what the masquerade
+/// index is built on).
+#[test]
+fn an_echoed_rule_comes_back_with_its_handle_and_a_map_element_with_its_data() {
+    let nl = private_netns();
+    let echoed = nl.commit_echoed(one_masquerade_rule(&nl, "one")).unwrap();
+    let listed = masquerade::rules(&nl).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(masquerade::handles_in(&echoed, "one"), vec![listed[0].0]);
+    assert!(masquerade::handles_in(&echoed, "two").is_empty());
+
+    let (key, other) = ([7u8; 16], [8u8; 16]);
+    assert_eq!(masquerade::indexed_rules(&nl, &key).unwrap(), None);
+    let mut tx = Transaction::new();
+    masquerade::index(&mut tx, &key, &[listed[0].0]);
+    nl.commit(tx).unwrap();
+    assert_eq!(masquerade::indexed_rules(&nl, &key).unwrap(), Some(vec![listed[0].0]));
+    assert_eq!(masquerade::indexed_rules(&nl, &other).unwrap(), None);
+    assert_eq!(masquerade::indexed(&nl).unwrap(), vec![key]);
+    let mut tx = Transaction::new();
+    masquerade::unindex(&mut tx, &key);
+    nl.commit(tx).unwrap();
+    assert_eq!(masquerade::indexed_rules(&nl, &key).unwrap(), None);
+}
+
 #[test]
 fn a_failure_mid_batch_changes_nothing_and_names_the_message() {
     let nl = private_netns();
@@ -442,7 +476,7 @@ fn a_layout_in_place_is_declared_with_nothing_and_a_changed_one_is_repaired() {
         ]
     };
     let declare = |l: &Layout| {
-        let now = nl.table_state(l.table.family, l.table.name).unwrap();
+        let now = nl.layout_state(l).unwrap();
         let mut tx = Transaction::new();
         tx.declare(l, &now);
         tx

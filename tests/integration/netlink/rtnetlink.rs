@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use std::process::Command;
 
 use cnibox::netlink::{
-    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Link, LinkKind, MacAddr, MacvlanMode, MacvlanSpec, OperState,
-    PortFlags, PortVlan, RouteSpec, Scope, SourceRule, VethSpec, TABLE_MAIN,
+    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Ipv4Conf, Ipv6Conf, Link, LinkKind, MacAddr, MacvlanMode,
+    MacvlanSpec, OperState, PortFlags, PortVlan, RouteSpec, Scope, SourceRule, VethSpec, TABLE_MAIN,
 };
 use cnibox::netns::Netns;
 use ipnetwork::IpNetwork;
@@ -373,6 +373,66 @@ fn move_to_namespace_and_delete() {
     assert!(!c.has_link("vb"), "deleting one veth end removes the peer too");
 }
 
+/// host-device's move: into the container under another name in one request, its alias
+/// read back, cleared, and back out under the first name.
+#[test]
+fn move_and_rename_and_alias() {
+    let h = private_host();
+    let c = common::Netns::new("c");
+    let (cns, ch) = container(&c);
+    h.create_veth(&VethSpec {
+        name: "hd0",
+        peer_name: "hd0p",
+        ..Default::default()
+    })
+    .unwrap();
+    let dev = h.link("hd0").unwrap();
+    assert_eq!(dev.alias, None);
+    h.set_alias(dev.index, "hd0").unwrap();
+    assert_eq!(h.link("hd0").unwrap().alias.as_deref(), Some("hd0"));
+    h.move_and_rename(dev.index, &cns, "net1").unwrap();
+    assert!(h.link_by_name("hd0").unwrap().is_none());
+    let moved = ch.link("net1").unwrap();
+    assert_eq!((moved.alias.as_deref(), moved.mac), (Some("hd0"), dev.mac));
+    assert_eq!(c.ip_json(&["link", "show", "net1"])[0]["ifalias"], "hd0");
+    // the name is taken in the target: the kernel moves the link, then refuses the rename,
+    // and the link is left there under its old name, alias and all (host-device checks
+    // the name first, and its DEL finds such a link by the alias)
+    h.create_veth(&VethSpec {
+        name: "hd0",
+        peer_name: "other0",
+        ..Default::default()
+    })
+    .unwrap();
+    let e = ch
+        .move_and_rename(moved.index, &Netns::current().unwrap(), "hd0")
+        .unwrap_err();
+    assert!(e.is_exists(), "{e}");
+    assert!(ch.link_by_name("net1").unwrap().is_none());
+    let half = h.link("net1").unwrap();
+    assert_eq!((half.alias.as_deref(), half.mac), (Some("hd0"), dev.mac));
+    h.delete_link("hd0").unwrap();
+    h.set_name(half.index, "hd0").unwrap();
+    let back = h.link("hd0").unwrap();
+    h.set_alias(back.index, "").unwrap();
+    assert_eq!(h.link("hd0").unwrap().alias, None);
+    assert_eq!(link_json("hd0").get("ifalias"), None);
+}
+
+/// A tap made by `ip tuntap` decodes as `LinkKind::Tun` with its data.
+#[test]
+fn a_tap_decodes_with_its_tun_data() {
+    let h = private_host();
+    common::run_ok(Command::new("ip").args(["tuntap", "add", "mode", "tap", "name", "t0", "multi_queue", "user", "7"]));
+    let l = h.link("t0").unwrap();
+    let Some(LinkKind::Tun(t)) = l.kind else {
+        panic!("not a tun: {l:?}");
+    };
+    assert!(t.tap && t.persist && t.multi_queue && !t.pi && !t.vnet_hdr, "{t:?}");
+    assert_eq!((t.owner, t.group), (Some(7), None));
+    assert_eq!(l.kind_name(), Some("tun"));
+}
+
 #[test]
 fn deleting_a_missing_link_is_not_found() {
     let h = private_host();
@@ -705,6 +765,88 @@ fn ipv6_address_without_nodad_is_tentative_first() {
     let info = j[0]["addr_info"].as_array().unwrap();
     let from_ip = info.iter().find(|i| i["local"] == "fd00::5").unwrap();
     assert_eq!(from_ip["tentative"].as_bool().unwrap_or(false), a.is_tentative());
+}
+
+// ---------------------------------------------------------------- device settings
+
+fn sysctl_of(dev: &str, family: &str, leaf: &str) -> String {
+    cnibox::sysctl::get(&format!("net/{family}/conf/{dev}/{leaf}")).unwrap()
+}
+
+/// IFLA_INET_CONF sets exactly the sysctl of the same name, on that link only, and
+/// RTM_GETLINK reads it back.
+#[test]
+fn ipv4_settings_over_netlink_are_the_sysctls() {
+    let h = private_host();
+    let (va, vb) = veth_pair_up(&h);
+    for (key, leaf) in [
+        (Ipv4Conf::ArpNotify, "arp_notify"),
+        (Ipv4Conf::RouteLocalnet, "route_localnet"),
+    ] {
+        assert_eq!(sysctl_of("va", "ipv4", leaf), "0", "{leaf} starts off");
+        h.set_ipv4_conf(va, &[(key, 1)]).unwrap();
+        assert_eq!(sysctl_of("va", "ipv4", leaf), "1", "{leaf}");
+        assert_eq!(h.devconf(va).unwrap().ipv4(key), Some(1), "{leaf}");
+        assert_eq!(sysctl_of("vb", "ipv4", leaf), "0", "{leaf} of the other link");
+        assert_eq!(h.devconf(vb).unwrap().ipv4(key), Some(0), "{leaf} of the other link");
+        // and what a sysctl write sets, netlink reads
+        cnibox::sysctl::set(&format!("net/ipv4/conf/va/{leaf}"), "0").unwrap();
+        assert_eq!(h.devconf(va).unwrap().ipv4(key), Some(0), "{leaf}");
+    }
+    cnibox::sysctl::set("net/ipv4/conf/vb/forwarding", "1").unwrap();
+    assert_eq!(h.devconf(vb).unwrap().ipv4(Ipv4Conf::Forwarding), Some(1));
+    let e = h.set_ipv4_conf(9999, &[(Ipv4Conf::ArpNotify, 1)]).unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    assert!(h.devconf(9999).unwrap_err().is_not_found());
+}
+
+/// Every IPv6 setting the plugins read is at its DEVCONF_* number in IFLA_INET6_CONF:
+/// each one changed through /proc/sys reads back changed, the others unchanged.
+#[test]
+fn ipv6_settings_read_over_netlink_are_the_sysctls() {
+    let h = private_host();
+    let (va, _vb) = veth_pair_up(&h);
+    let keys = [
+        (Ipv6Conf::Forwarding, "forwarding"),
+        (Ipv6Conf::AcceptRa, "accept_ra"),
+        (Ipv6Conf::AcceptDad, "accept_dad"),
+        (Ipv6Conf::NdiscNotify, "ndisc_notify"),
+        (Ipv6Conf::KeepAddrOnDown, "keep_addr_on_down"),
+        (Ipv6Conf::EnhancedDad, "enhanced_dad"),
+        (Ipv6Conf::DisableIpv6, "disable_ipv6"),
+    ];
+    let read_all = || -> Vec<(String, String)> {
+        let c = h.devconf(va).unwrap();
+        keys.iter()
+            .map(|(k, leaf)| (leaf.to_string(), c.ipv6(*k).expect("IPv6 settings").to_string()))
+            .collect()
+    };
+    let from_proc = || -> Vec<(String, String)> {
+        keys.iter()
+            .map(|(_, leaf)| (leaf.to_string(), sysctl_of("va", "ipv6", leaf)))
+            .collect()
+    };
+    assert_eq!(read_all(), from_proc());
+    for (_, leaf) in keys {
+        let now: i32 = sysctl_of("va", "ipv6", leaf).parse().unwrap();
+        let next = if now == 0 { 1 } else { 0 };
+        cnibox::sysctl::set(&format!("net/ipv6/conf/va/{leaf}"), &next.to_string()).unwrap();
+        assert_eq!(read_all(), from_proc(), "after {leaf}={next}");
+    }
+}
+
+/// RTM_GETNETCONF about all devices is `ip_forward` and `conf/all/forwarding`.
+#[test]
+fn forwarding_over_netconf_is_the_sysctls() {
+    let h = private_host();
+    for (family, key) in [
+        (Family::V4, "net/ipv4/ip_forward"),
+        (Family::V6, "net/ipv6/conf/all/forwarding"),
+    ] {
+        assert_eq!(h.forwarding(family).unwrap(), Some(false), "{key} in a new namespace");
+        cnibox::sysctl::set(key, "1").unwrap();
+        assert_eq!(h.forwarding(family).unwrap(), Some(true), "{key}");
+    }
 }
 
 // ---------------------------------------------------------------- routes

@@ -88,6 +88,23 @@ pub fn without_veth_qlen(links: Vec<String>) -> Vec<String> {
         .collect()
 }
 
+/// `conf` with `prev` as its prevResult (what a runtime sends on CHECK, and on DEL from 0.4.0).
+pub fn with_prev(conf: &Value, prev: &Value) -> Value {
+    let mut c = conf.clone();
+    c["prevResult"] = prev.clone();
+    c
+}
+
+/// `ip -d -j link show NAME` in `ns`.
+pub fn link_json(ns: &Netns, name: &str) -> Value {
+    ns.ip_json(&["-d", "link", "show", name])[0].clone()
+}
+
+/// The link of [`link_json`] is administratively up.
+pub fn is_up(link: &Value) -> bool {
+    link["flags"].as_array().unwrap().contains(&json!("UP"))
+}
+
 /// Link names other than `lo`.
 pub fn link_names(ns: &Netns) -> Vec<String> {
     ns.links().into_iter().filter(|l| l != "lo").collect()

@@ -2,7 +2,8 @@
 //! for every spec version, DEL in every situation a runtime can produce — normal, repeated,
 //! empty CNI_NETNS, netns deleted, container interface deleted by someone else, bridge or
 //! master deleted, no prevResult, a prevResult of another version, a corrupt cache (through
-//! cnitool). Every cell must succeed and leave no address, link, rule or cache file behind.
+//! cnitool). Every cell must succeed and leave no address, link, rule, cache file or plugin
+//! state behind (a moved host link is back on the host).
 //! One container namespace is reused across cells where that is sound.
 //!
 //! Each such applet runs it from its own module, as the test `<applet>::del_matrix` every
@@ -42,6 +43,10 @@ const CELLS: &[Cell] = &[
 /// The master of [`Attachment::InterfaceOnMaster`]: a veth the matrix creates on the host.
 pub const MASTER: &str = "dmm0";
 
+/// The link of [`Attachment::HostLink`]: a veth end the matrix creates on the host (its
+/// peer `dmh0p` stays there).
+pub const HOST_LINK: &str = "dmh0";
+
 /// An applet under the matrix.
 pub struct Subject {
     pub applet: &'static str,
@@ -61,6 +66,10 @@ pub enum Attachment {
     InterfaceOnBridge(&'static str),
     /// A container interface on the host link [`MASTER`].
     InterfaceOnMaster,
+    /// The host link [`HOST_LINK`] moved into the container (host-device): DEL moves it
+    /// back; a cell that deletes the container namespace destroys it, as the kernel destroys
+    /// a virtual link with its namespace, and the matrix makes it again.
+    HostLink,
 }
 
 /// A value in a subject's keys that stands for the matrix's IPAM data dir (made per run),
@@ -70,6 +79,9 @@ pub const DATA_DIR: &str = "{data_dir}";
 fn conf(env: &TestEnv, subject: &Subject, version: &str) -> Value {
     let ipam = json!({"type": "host-local", "subnet": "10.1.2.0/24", "dataDir": env.data_dir});
     let mut c = json!({"cniVersion": version, "name": "delnet", "type": subject.applet, "ipam": ipam});
+    if subject.attachment == Attachment::HostLink {
+        c["dataDir"] = json!(plugin_state_dir(env));
+    }
     for (k, v) in subject.keys.as_object().expect("keys are an object") {
         c[k] = v.clone();
     }
@@ -83,6 +95,11 @@ fn conf(env: &TestEnv, subject: &Subject, version: &str) -> Value {
     }
     place(&mut c, &json!(env.data_dir));
     c
+}
+
+/// Where an applet of the matrix keeps state of its own (host-device's records).
+fn plugin_state_dir(env: &TestEnv) -> std::path::PathBuf {
+    env.tmp.path().join("plugin-state")
 }
 
 /// Link names, addresses and rules of the host namespace. Not ifindexes, flags or
@@ -131,6 +148,17 @@ impl Matrix<'_> {
     fn restore(&self, version: &str) {
         match self.subject.attachment {
             Attachment::InterfaceOnMaster if !self.env.host.has_link(MASTER) => add_master(self.env),
+            Attachment::HostLink if !self.env.host.has_link(HOST_LINK) => {
+                // the pair dies with the namespace its end was in, asynchronously
+                let peer = format!("{HOST_LINK}p");
+                for _ in 0..250 {
+                    if !self.env.host.has_link(&peer) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                add_host_link(self.env);
+            }
             Attachment::InterfaceOnBridge(bridge) if !self.env.host.has_link(bridge) => {
                 let ns = self.env.container();
                 let c = conf(self.env, self.subject, version);
@@ -165,6 +193,8 @@ impl Matrix<'_> {
         if let Some(ns) = ns {
             assert_eq!(ns.links(), ["lo"], "{what}: links left in the container");
         }
+        let state = read_dir_map(&plugin_state_dir(self.env));
+        assert!(state.is_empty(), "{what}: plugin state left: {state:?}");
         let cache = self.env.cache_dir.join("results").join(format!("delnet-{id}-eth0"));
         assert!(!cache.exists(), "{what}: cache file left");
         let results: Vec<_> = std::fs::read_dir(self.env.cache_dir.join("results"))
@@ -257,6 +287,20 @@ impl Matrix<'_> {
     }
 }
 
+fn add_host_link(env: &TestEnv) {
+    env.host.ip(&[
+        "link",
+        "add",
+        HOST_LINK,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &format!("{HOST_LINK}p"),
+    ]);
+    env.host.ip(&["link", "set", HOST_LINK, "up"]);
+}
+
 fn add_master(env: &TestEnv) {
     env.host
         .ip(&["link", "add", MASTER, "type", "veth", "peer", "name", "dmm0p"]);
@@ -274,8 +318,10 @@ pub fn run(subject: Subject) {
         eprintln!("SKIP: the {plugin} applet is not in this build");
         return;
     }
-    if subject.attachment == Attachment::InterfaceOnMaster {
-        add_master(&env);
+    match subject.attachment {
+        Attachment::InterfaceOnMaster => add_master(&env),
+        Attachment::HostLink => add_host_link(&env),
+        _ => {}
     }
     let conf_dir = env.tmp.path().join("net.d");
     std::fs::create_dir_all(&conf_dir).unwrap();

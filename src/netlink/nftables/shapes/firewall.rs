@@ -94,6 +94,7 @@ pub fn layout() -> Layout<'static> {
             comment: Some(TABLE_COMMENT),
         },
         chains,
+        sets: vec![],
         entry_rules: vec![(FORWARD, jumps)],
     }
 }

@@ -221,6 +221,7 @@ pub fn layout<'a>(family: Family, conditions: &Conditions, snat: bool) -> Layout
             comment: Some(TABLE_COMMENT),
         },
         chains,
+        sets: vec![],
         entry_rules,
     }
 }

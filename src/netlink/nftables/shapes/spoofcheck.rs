@@ -43,6 +43,7 @@ pub fn layout() -> Layout<'static> {
             }),
             comment: None,
         }],
+        sets: vec![],
         entry_rules: vec![],
     }
 }

@@ -1,28 +1,29 @@
-//! Closing a netfilter socket without waiting for the kernel's deferred work.
+//! Closing a descriptor without waiting for the kernel's deferred work.
 //!
-//! Why: the release of a `NETLINK_NETFILTER` socket runs nf_tables' netlink notifier
-//! (`nft_rcv_nl_event`), which flushes the namespace's destroy work. Whenever a commit in
+//! Why: the last close of some descriptors waits in the kernel for work the process gains
+//! nothing from. A `NETLINK_NETFILTER` socket's release runs nf_tables' netlink notifier
+//! (`nft_rcv_nl_event`), which flushes the namespace's destroy work: whenever a commit in
 //! the namespace (ours or anyone's) deleted or replaced an object, that work is waiting out
 //! an RCU grace period (8-24 ms on a 2-core VM) before it frees them, and the close waits
 //! with it. Every DEL deletes rules, so every DEL waited at its exit: without a netns,
 //! where no link deletion hides it, an ipMasq DEL took three times as long as the same DEL
-//! without masquerade. The wait buys the plugin nothing: its rules are gone at the commit,
-//! only the kernel's memory is freed later.
+//! without masquerade. A private procfs instance's release (see [`crate::sysctl`]) waits for
+//! an expedited RCU grace period (`namespace_unlock`), milliseconds on a busy VM.
 //!
-//! How: the socket's last reference goes to the kernel's garbage collector of unix
+//! How: the descriptor's last reference goes to the kernel's garbage collector of unix
 //! sockets. It is sent (`SCM_RIGHTS`) with one end of a unix socket pair into that same
 //! end's receive queue; once both ends are closed, that end is reachable only from its own
-//! queue, a cycle the collector frees, and the netfilter socket with it. Since Linux 6.10
+//! queue, a cycle the collector frees, and the descriptor with it. Since Linux 6.10
 //! the collector runs from a workqueue, so the release and its wait happen in a kernel
 //! worker after the plugin has answered. Older kernels collect in the close of the pair's
 //! other end, in this process: the wait is then where it always was. If the pair or the
-//! send fails (a security module refusing `SCM_RIGHTS`), the socket is simply closed.
+//! send fails (a security module refusing `SCM_RIGHTS`), the descriptor is simply closed.
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixDatagram;
 
 /// Closes `socket`; the kernel finishes releasing it later, without this process.
-pub(super) fn close_without_waiting(socket: OwnedFd) {
+pub fn close_without_waiting(socket: OwnedFd) {
     let Ok((sender, cycle)) = UnixDatagram::pair() else {
         return; // `socket` is closed here, the usual way
     };
@@ -32,7 +33,7 @@ pub(super) fn close_without_waiting(socket: OwnedFd) {
     // The order matters. The collector frees only what nothing outside the cycle holds, and
     // the close of `sender` is what schedules it: the netfilter socket and `cycle` must
     // already be held by the queued message alone, or a collector running at once (on the
-    // other CPU) finds them alive, and this process's own close of the socket then waits.
+    // other CPU) finds them alive, and this process's own close of the descriptor then waits.
     drop(socket);
     drop(cycle);
     drop(sender);
