@@ -337,6 +337,18 @@ impl Lan {
                 .map(drop)
                 .map_err(|e| format!("{e}; log: {}", self.daemon_log()))
         });
+        // cnibox's daemon binds its socket before it restores its records, and says it
+        // listens once they are restored (slow under qemu-user: the log lagged the socket)
+        if which == Which::Cnibox {
+            let this_run = self.path(&format!("daemon{}.log", self.runs));
+            wait_until(Duration::from_secs(10), "the daemon's start line", || {
+                let log = std::fs::read_to_string(&this_run).unwrap_or_default();
+                match log.contains("dhcp daemon (cnibox) listening on") {
+                    true => Ok(()),
+                    false => Err(log),
+                }
+            });
+        }
     }
 
     /// Ends the daemon with `signal` (SIGKILL: as a crash).
