@@ -10,6 +10,8 @@
 #   sudo make demo       two containers on a bridge, inside private namespaces
 #   sudo make bench      cnibox against the Go plugins, netavark, Docker and the kernel floor (~2.5 min;
 #                        knobs as arguments, e.g. `sudo make bench N=15` for the long run: see below)
+#   make fuzz            coverage-guided fuzzing of the parsers of network and socket input (cargo-fuzz,
+#                        nightly Rust; FUZZ_TIME=60 seconds per target)
 
 PREFIX      ?= /usr/local
 CNI_BIN_DIR ?= /opt/cni/bin
@@ -25,7 +27,7 @@ bin_of       = target/$(1)/release/cnibox
 # Fails with the command that installs target $(1) when its standard library is missing.
 need_target  = @[ -d "$(RUSTLIB)/$(1)" ] || { echo "error: the Rust target $(1) is not installed (rustup target add $(1))"; exit 1; }
 
-.PHONY: all build install uninstall test test-deps test-arm64 test-i686 check demo bench dist clean fmt lint
+.PHONY: all build install uninstall test test-deps test-arm64 test-i686 check demo bench dist clean fmt lint fuzz
 
 all: build
 
@@ -86,6 +88,7 @@ FOREIGN_TESTS := emulated:: in_process_chains:: \
   loopback::add_sets_lo_up_and_del_sets_it_down_every_version loopback::check_verifies_lo_is_up \
   tuning::every_case_in_1_1_0 tuning::check_reports_drift \
   host_local::add_and_del_in_every_version host_local::check_finds_the_reservation \
+  dhcp::behaviour::dnsmasq_through_a_macvlan_master dhcp::behaviour::the_daemon_killed_and_restarted_between_add_and_del \
   oci_hook::containers_get_addresses_reach_each_other_and_leave_nothing_behind \
   oci_hook::a_failing_add_fails_create_and_leaves_nothing_behind
 # Natively the 32-bit binary also runs what qemu-user cannot emulate (tc, netfilter netlink:
@@ -146,3 +149,13 @@ bench: test-deps build
 	sh scripts/sizes.sh $(call bin_of,$(MUSL)) $(call bin_of,$(ARM64))
 	bash benches/bench.sh $(BIN)
 	bash benches/docker.sh $(BIN)
+
+# cargo-fuzz targets (fuzz/, its own crate and workspace): what a DHCP server sends the dhcp
+# daemon's packet socket, and what a client writes to its unix socket. Each runs FUZZ_TIME
+# seconds and prints libFuzzer's statistics (executions, coverage); a crash stops it with the
+# input saved under fuzz/artifacts/. Needs `cargo install cargo-fuzz` and a nightly toolchain.
+FUZZ_TIME ?= 60
+FUZZ_TARGETS ?= dhcp_reply rpc_stream
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_TIME) -print_final_stats=1 || exit 1; done

@@ -29,7 +29,7 @@ NETAVARK_NET='{"container_id":"@CID@","container_name":"bench","networks":{"@NET
   "internal":false,"ipv6_enabled":false,"name":"@NET@","network_interface":"@BR@","subnets":[{"gateway":"@GW@","subnet":"@SUBNET@"}]}}}'
 
 ROW_NO=0
-BENCH_SECTIONS="headline peers growth plugins ipmasq static-sbr breakdown host-local resources"
+BENCH_SECTIONS="headline peers growth plugins ipmasq static-sbr dhcp breakdown host-local resources"
 # SECTIONS="headline growth" runs only those sections (all by default)
 want() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 # section NAME : whether NAME runs; its tables are NAME's
@@ -224,6 +224,11 @@ fi
 # ======================= static and sbr, each alone =======================
 if section static-sbr; then
     source "$BENCH_DIR/static-sbr.sh"
+fi
+
+# ======================= dhcp: leases from the LAN's server, through a daemon =======================
+if section dhcp; then
+    source "$BENCH_DIR/dhcp.sh"
 fi
 
 # ======================= where the time goes: one headline bridge ADD =======================

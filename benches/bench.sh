@@ -21,7 +21,7 @@
 #   WORKERS       parallel workers (10)
 #   STORE_SIZE    host-local reservations (60000)
 #   SETTLE        seconds of pause once a deleted namespace's links are gone (0.3)
-#   SECTIONS      sections to run (all: headline peers growth plugins ipmasq breakdown
+#   SECTIONS      sections to run (all: headline peers growth plugins ipmasq static-sbr dhcp breakdown
 #                 host-local resources); KEEP=1 keeps the work directory
 #   (make bench then runs benches/docker.sh: DOCKER_N runs per figure (9, or N when N is
 #   given); BENCH_DOCKER=0 skips it)

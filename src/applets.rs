@@ -116,6 +116,11 @@ pub static APPLETS: &[Applet] = &[
         kind: Kind::Plugin(&crate::ipam::host_local::HostLocal),
     },
     Applet {
+        name: "dhcp",
+        summary: "dhcp IPAM: addresses from the LAN's DHCP server; `dhcp daemon` holds and renews the leases",
+        kind: Kind::Plugin(&crate::ipam::dhcp::Dhcp),
+    },
+    Applet {
         name: "static",
         summary: "static IPAM: the addresses, routes and DNS the config states",
         kind: Kind::Plugin(&crate::ipam::r#static::Static),
@@ -166,7 +171,10 @@ pub fn plugin(name: &str) -> Option<&'static dyn Plugin> {
 
 fn run_applet(applet: &Applet, args: &[OsString]) -> i32 {
     let code = match applet.kind {
-        Kind::Plugin(p) => crate::cni::plugin::run(p, plugin),
+        Kind::Plugin(p) => match p.command_line(args) {
+            Some(code) => code,
+            None => crate::cni::plugin::run(p, plugin),
+        },
         Kind::Tool(f) => f(args),
         Kind::Runtime(f) => f(args, plugin),
         // `find` resolves aliases

@@ -1,7 +1,8 @@
 //! The IPAM applets, one module each (e.g. [`host_local`], whose allocator, config, owner
-//! index, ranges and on-disk store are its own submodules; [`r#static`]), and what they
-//! share: [`resolv`] (a resolv.conf into a result's DNS), [`routes`] (the config's
-//! `routes`) and [`result`] (the answer every IPAM applet gives).
+//! index, ranges and on-disk store are its own submodules; [`r#static`]; [`dhcp`], with its
+//! daemon), and what they share: [`resolv`] (a resolv.conf into a result's DNS), [`routes`]
+//! (the config's `routes`) and [`result`] (the answer every IPAM applet gives).
+pub mod dhcp;
 pub mod host_local;
 pub mod resolv;
 pub mod routes;

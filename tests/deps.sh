@@ -7,9 +7,10 @@
 # client library), netavark (podman's network backend) and gnuplot-nox (the growth curve's
 # picture): make bench; docker.io: the Docker tests (dockerd 20.10 with containerd 1.6; the
 # tests run their own daemons); qemu-user-static: the arm64 tests (make test-arm64; its binfmt
-# entry is registered by tests/binfmt.sh).
+# entry is registered by tests/binfmt.sh); dnsmasq-base (the binary without its system
+# service) and busybox-static's udhcpd: the DHCP servers of the dhcp tests.
 set -eu
-PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file \
+PKGS="iproute2 nftables iptables crun runc jq containernetworking-plugins busybox-static iputils-ping file dnsmasq-base \
 golang-go golang-github-appc-cni-dev time strace golang-github-containerd-go-cni-dev netavark gnuplot-nox docker.io \
 qemu-user-static"
 [ "$#" -gt 0 ] && PKGS="$*"

@@ -122,6 +122,12 @@ pub trait Plugin: Sync {
     fn gc(&self, _req: &Request) -> Result<(), Error> {
         Ok(())
     }
+    /// A command line of the applet's own besides the CNI protocol (dhcp's `daemon`): the
+    /// exit code when `args` (argv after the applet's name) are for it, `None` to run as a
+    /// plugin.
+    fn command_line(&self, _args: &[std::ffi::OsString]) -> Option<i32> {
+        None
+    }
 }
 
 /// The most stdin a plugin accepts: configs are a few KiB; this only stops a runaway writer.

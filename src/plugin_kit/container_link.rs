@@ -2,7 +2,7 @@
 //! everything that is already gone as success (the spec requires DEL to be idempotent).
 use super::netns_open::open_for_del;
 use super::teardown::Teardown;
-use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
+use crate::cni::{config as cniconf, CniResult, Error, Request};
 use crate::netlink::{Handle, Link, LinkKind, MacAddr};
 
 /// What DEL found.
@@ -97,10 +97,12 @@ pub fn delete(req: &Request, prev: Option<&CniResult>, kind: &str) -> Result<Rem
 /// DEL of a plugin whose attachment is one container link of `kind` (macvlan, ipvlan,
 /// vlan, dummy, tap) and the addresses of its IPAM, if it has one: the link by name and
 /// kind (it has no peer to prove it by once a chained tuning's DEL has put back the MAC
-/// from before its ADD, and an ipvlan's or VLAN's MAC is its master's), then the addresses,
-/// once the link is gone so an address is never free while configured. Every step is
-/// attempted; it needs neither the master nor the netns, and everything already gone is
-/// success. The IPAM type is read even from a config ADD refuses ([`cniconf::del_config`]).
+/// from before its ADD, and an ipvlan's or VLAN's MAC is its master's), and the addresses,
+/// in the order of [`super::ipam_delegation::del_with_interface`] (after the link, so an
+/// address is never free while configured; but dhcp's before, as its DHCPRELEASE leaves
+/// through the link). Every step is attempted; it needs neither the master nor the netns,
+/// and everything already gone is success. The IPAM type is read even from a config ADD
+/// refuses ([`cniconf::del_config`]).
 pub fn delete_with_addresses(req: &Request, plugin: &'static str, kind: &str) -> Result<(), Error> {
     let ipam_type = cniconf::del_config(
         plugin,
@@ -108,9 +110,8 @@ pub fn delete_with_addresses(req: &Request, plugin: &'static str, kind: &str) ->
         || None,
     );
     let mut teardown = Teardown::new(plugin);
-    teardown.step(delete(req, None, kind));
-    if let Some(t) = &ipam_type {
-        teardown.step(delegate::del(t, req));
-    }
+    super::ipam_delegation::del_with_interface(&mut teardown, ipam_type.as_deref(), req, |t| {
+        t.step(delete(req, None, kind))
+    });
     teardown.finish()
 }

@@ -1,6 +1,7 @@
 //! The L3 side of a plugin: IPAM delegation (ADD with its release registered for rollback,
 //! GC forwarding) and the masquerade attachment of a call.
 use super::rollback::Rollback;
+use super::teardown::Teardown;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Request};
 use crate::firewall_rules::ipmasq;
 use crate::firewall_rules::shared_chain::Interface;
@@ -31,6 +32,28 @@ pub fn add_in_context<'a>(
         return Err(Error::internal("IPAM plugin returned missing IP config"));
     }
     Ok(result)
+}
+
+/// DEL of the container interface (`remove_interface`) and of its addresses (IPAM DEL), in
+/// the order the IPAM plugin needs. Addresses are released after the interface is gone, so
+/// an address is never free while still configured; but dhcp releases through the
+/// interface (its DHCPRELEASE leaves from it), so its DEL goes first, as the reference's
+/// macvlan calls every IPAM (the reference's bridge removes the link first, and its dhcp
+/// leases stay on the server until they expire: containernetworking/plugins#791).
+pub fn del_with_interface(
+    teardown: &mut Teardown,
+    ipam_type: Option<&str>,
+    req: &Request,
+    remove_interface: impl FnOnce(&mut Teardown),
+) {
+    let through_interface = ipam_type == Some("dhcp");
+    if let (true, Some(t)) = (through_interface, ipam_type) {
+        teardown.step(delegate::del(t, req));
+    }
+    remove_interface(teardown);
+    if let (false, Some(t)) = (through_interface, ipam_type) {
+        teardown.step(delegate::del(t, req));
+    }
 }
 
 /// The attachment this call's masquerade rules belong to (network, interface, container).

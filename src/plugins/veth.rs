@@ -160,18 +160,19 @@ impl Plugin for Veth {
             let this = ipam_delegation::masq_interface(req, prev.as_ref());
             teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req), &this));
         }
-        // The host end, its gateway address and host routes go with the pair.
-        let removed = container_link::delete(req, prev.as_ref(), "veth");
-        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
-            // Without the netns the pair can still be found from the host side.
-            teardown.step(delete_host_end(prev));
-        }
-        teardown.step(removed);
-        // Released last, so an address is never free while still configured. A config
-        // without an IPAM type is one ADD refuses before it allocates: nothing to release.
-        if !conf.ipam_type.is_empty() {
-            teardown.step(delegate::del(&conf.ipam_type, req));
-        }
+        // Released last, so an address is never free while still configured (a dhcp lease
+        // first, through the link). A config without an IPAM type is one ADD refuses before
+        // it allocates: nothing to release.
+        let ipam_type = Some(conf.ipam_type.as_str()).filter(|t| !t.is_empty());
+        ipam_delegation::del_with_interface(&mut teardown, ipam_type, req, |t| {
+            // The host end, its gateway address and host routes go with the pair.
+            let removed = container_link::delete(req, prev.as_ref(), "veth");
+            if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
+                // Without the netns the pair can still be found from the host side.
+                t.step(delete_host_end(prev));
+            }
+            t.step(removed);
+        });
         teardown.finish()
     }
 

@@ -88,6 +88,7 @@ mod bridge;
 mod chains;
 mod cnitool;
 mod common_keys;
+mod dhcp;
 mod docker;
 mod dummy;
 mod emulated;

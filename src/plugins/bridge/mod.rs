@@ -249,17 +249,15 @@ fn del(req: &Request, conf: &NetConf) -> Result<(), Error> {
         let this = ipam_delegation::masq_interface(req, prev.as_ref());
         teardown.step(ipmasq::teardown(ipam_delegation::masq_attachment(req), &this));
     }
-    let removed = container_link::delete(req, prev.as_ref(), "veth");
-    if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
-        // The namespace may be gone while the kernel has not yet destroyed its veths (that
-        // happens asynchronously); the host end named in prevResult goes now.
-        teardown.step(delete_host_end(prev, conf));
-    }
-    teardown.step(removed);
-    // Released after the link is gone, so an address is never free while configured.
-    if let Some(ipam) = &conf.ipam_type {
-        teardown.step(delegate::del(ipam, req));
-    }
+    ipam_delegation::del_with_interface(&mut teardown, conf.ipam_type.as_deref(), req, |t| {
+        let removed = container_link::delete(req, prev.as_ref(), "veth");
+        if let (Ok(container_link::Removed::AlreadyGone), Some(prev)) = (&removed, &prev) {
+            // The namespace may be gone while the kernel has not yet destroyed its veths
+            // (that happens asynchronously); the host end named in prevResult goes now.
+            t.step(delete_host_end(prev, conf));
+        }
+        t.step(removed);
+    });
     teardown.finish()
 }
 

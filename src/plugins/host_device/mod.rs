@@ -85,13 +85,13 @@ impl Plugin for HostDevice {
         let sysfs = Sysfs::system();
         let conf = config::load_for_del(req, &sysfs);
         let mut teardown = Teardown::new("host-device");
-        if !conf.dpdk {
-            teardown.step(move_out(req, &conf, &sysfs));
-        }
-        // Released after the link left the container: its addresses went with the move.
-        if let Some(t) = &conf.keys.ipam_type {
-            teardown.step(delegate::del(t, req));
-        }
+        // Released after the link left the container (its addresses went with the move);
+        // a dhcp lease before, through the link
+        ipam_delegation::del_with_interface(&mut teardown, conf.keys.ipam_type.as_deref(), req, |t| {
+            if !conf.dpdk {
+                t.step(move_out(req, &conf, &sysfs));
+            }
+        });
         teardown.finish()
     }
 

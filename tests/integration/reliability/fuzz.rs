@@ -224,6 +224,21 @@ fn confine(applet: &str, stdin: Vec<u8>, dir: &Path) -> Vec<u8> {
             None => return stdin,
         }
     }
+    // dhcp asks its daemon on the config's socket (default /run/cni/dhcp.sock): one in the
+    // directory, where no daemon listens
+    if applet == "dhcp" {
+        if let Some(obj) = v.as_object_mut() {
+            if obj.get("ipam").map_or(true, Value::is_null) {
+                obj.insert("ipam".into(), json!({}));
+            }
+        }
+        if let Some(ipam) = v.get_mut("ipam").and_then(Value::as_object_mut) {
+            if !inside(ipam.get("daemonSocketPath")) {
+                ipam.insert("daemonSocketPath".into(), json!(dir.join("dhcp.sock")));
+                changed = true;
+            }
+        }
+    }
     let Some(ipam) = v.get_mut("ipam").and_then(Value::as_object_mut) else {
         return if changed {
             serde_json::to_vec(&v).unwrap()
