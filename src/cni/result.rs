@@ -411,8 +411,10 @@ impl CniResult {
 
     /// The result as JSON in the shape of `version` (a value: key order is not kept).
     pub fn to_json(&self, version: &str) -> Result<Value, Error> {
-        let printed = self.to_printed(version)?;
-        serde_json::to_value(&printed).map_err(|e| Error::internal(format!("encoding result: {e}")))
+        // Printed and read back, not `serde_json::to_value`: the result types then have one
+        // serialiser in the binary (the printer's), not a second one for `Value`.
+        let text = self.to_pretty_json(version)?;
+        serde_json::from_slice(text.as_bytes()).map_err(|e| Error::internal(format!("encoding result: {e}")))
     }
 
     /// The result as the reference prints it: 4-space indented, keys in Go struct order,

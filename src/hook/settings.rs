@@ -44,13 +44,25 @@ pub struct Settings {
 /// Where a value came from, for messages: `annotation cni.cnibox.io/ips` or `env CNIBOX_IPS`.
 struct Source<'a> {
     annotations: &'a BTreeMap<String, String>,
-    env: BTreeMap<&'a str, &'a str>,
+    /// `KEY=value` entries, searched in place: a `BTreeMap<&str, &str>` of them would link
+    /// 4 KB of B-tree code for this one lookup.
+    env: &'a [String],
 }
 
 impl<'a> Source<'a> {
     fn new(annotations: &'a BTreeMap<String, String>, env: &'a [String]) -> Source<'a> {
-        let env = env.iter().filter_map(|kv| kv.split_once('=')).collect();
         Source { annotations, env }
+    }
+
+    /// The value of the variable: the last entry that sets it, as a map built from the
+    /// entries in order would hold.
+    fn var(&self, var: &str) -> Option<&'a str> {
+        self.env
+            .iter()
+            .rev()
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == var)
+            .map(|(_, v)| v)
     }
 
     /// The annotation, else the variable; empty values count as not given (as in docker-cni).
@@ -60,10 +72,9 @@ impl<'a> Source<'a> {
                 return Some((format!("annotation {a}"), v.as_str()));
             }
         }
-        self.env
-            .get(var)
+        self.var(var)
             .filter(|v| !v.trim().is_empty())
-            .map(|v| (format!("environment variable {var}"), *v))
+            .map(|v| (format!("environment variable {var}"), v))
     }
 }
 

@@ -187,7 +187,7 @@ impl<T: Transport> Handle<T> {
                 if state.oper_state != OperState::Up {
                     return Ok(());
                 }
-                let secs = timeout.as_secs_f64();
+                let secs = crate::util::time::seconds(timeout);
                 return Err(op
                     .error(ErrorKind::Timeout)
                     .with_detail(format!("still tentative after {secs} seconds")));

@@ -31,8 +31,9 @@ const VERSIONS: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
 
 const IFB_PREFIX: &str = "bwp";
 const MAX_IFNAME: usize = 15;
-/// How long a packet may wait in a token bucket (the reference's constant).
-const LATENCY_MS: f64 = 25.0;
+/// How long a packet may wait in a token bucket (the reference's constant). An integer:
+/// printing an `f64` in the error below would link 10 KB of float formatting.
+const LATENCY_MS: u32 = 25;
 
 /// The burst containerd's CRI sends with every rate a pod's bandwidth annotation sets
 /// (`math.MaxUint32` bits: Kubernetes has no burst annotation). Below about 15.6 Mbit/s the
@@ -59,7 +60,7 @@ impl Limit {
     /// shapes with whatever its arithmetic wrapped around to). `direction`: `ingress` or
     /// `egress`, the keys' prefix.
     fn tbf(&self, clock: PschedClock, direction: &str) -> Result<Tbf, Error> {
-        let (rate, latency) = (self.rate / 8, LATENCY_MS * 1000.0);
+        let (rate, latency) = (self.rate / 8, f64::from(LATENCY_MS) * 1000.0);
         if rate == 0 {
             // the kernel refuses a bucket without a rate ("invalid argument"): say why
             return Err(Error::internal(format!(

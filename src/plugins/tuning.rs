@@ -108,7 +108,7 @@ fn load(req: &Request) -> Result<Conf, Error> {
                     None => conf.sysctl.push((k, v)),
                 }
             }
-            conf.sysctl.sort();
+            crate::util::sort::sort(&mut conf.sysctl);
         }
         // pointer fields: present (even empty) replaces, `null` is nil
         if let Some(m) = json::opt_ptr_str(&a, "mac", &path("mac")).map_err(ctx)? {
@@ -158,13 +158,15 @@ fn sysctl_map(obj: &Fields, key: &str, path: &str) -> Result<Option<Vec<(String,
 /// field) is refused instead of one value silently winning.
 fn refuse_repeated_sysctl_keys(req: &Request) -> Result<(), Error> {
     let obj = json::as_object(&req.config, "sysctlCheck")?;
-    let mut seen = std::collections::HashSet::new();
+    // a Vec, not a HashSet: a config's few keys, without another hash table's code
+    let mut seen = Vec::new();
     for v in obj.written("sysctl", "map[main.sysctlKey]string") {
         if let Json::Object(m) = v {
             for (k, _) in m.members() {
-                if !seen.insert(k) {
+                if seen.contains(&k) {
                     return Err(Error::internal("duplicated sysctl keys are not allowed"));
                 }
+                seen.push(k);
             }
         }
     }

@@ -100,11 +100,15 @@ impl Entry {
         })?
         .unwrap_or_default();
         let map = |key: &str| json::opt_map(obj, key, &format!("cachedInfo.{key}"), "map[string]interface {}");
-        let capability_args = map("capabilityArgs")?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_value()))
-            .collect();
+        // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+        // ~4 KB per element type (see `util::sort`).
+        let mut capability_args = Map::new();
+        capability_args.extend(
+            map("capabilityArgs")?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_value())),
+        );
         let result = map("result")?.map(|m| Json::Object(json::Object::from_map(&m)).to_value());
         Ok(Entry {
             kind: text("kind")?,
@@ -284,7 +288,7 @@ impl Cache {
             return vec![];
         };
         let mut names: Vec<_> = rd.flatten().map(|e| e.file_name()).collect();
-        names.sort();
+        crate::util::sort::sort(&mut names);
         let mut entries = Vec::new();
         for name in names {
             let Ok(bytes) = read_regular(&self.dir, &self.results_dir().join(&name)) else {

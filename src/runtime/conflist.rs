@@ -301,7 +301,7 @@ fn files_with(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, ConfError
                 .is_some_and(|x| extensions.contains(&x))
         })
         .collect();
-    files.sort();
+    crate::util::sort::sort(&mut files);
     Ok(files)
 }
 

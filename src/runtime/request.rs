@@ -16,12 +16,16 @@ pub fn build(
     if let Some(prev) = prev_result {
         obj.insert("prevResult".into(), prev.clone());
     }
-    let runtime_config: Map<String, Value> = plugin
-        .capabilities
-        .iter()
-        .filter(|(_, enabled)| **enabled)
-        .filter_map(|(cap, _)| capability_args.get(cap).map(|v| (cap.clone(), v.clone())))
-        .collect();
+    // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+    // ~4 KB per element type (see `util::sort`).
+    let mut runtime_config = Map::new();
+    runtime_config.extend(
+        plugin
+            .capabilities
+            .iter()
+            .filter(|(_, enabled)| **enabled)
+            .filter_map(|(cap, _)| capability_args.get(cap).map(|v| (cap.clone(), v.clone()))),
+    );
     // Only a non-empty filtered map replaces the plugin's own `runtimeConfig`.
     if !runtime_config.is_empty() {
         obj.insert("runtimeConfig".into(), Value::Object(runtime_config));

@@ -146,7 +146,9 @@ pub fn from_entries(entries: &[Entry], primary_ifname: &str, pref: IpPreference)
             ips,
         });
     }
-    attachments.sort_by(|a, b| (&a.network, &a.ifname).cmp(&(&b.network, &b.ifname)));
+    crate::util::sort::sort_by(&mut attachments, |a, b| {
+        (&a.network, &a.ifname).cmp(&(&b.network, &b.ifname))
+    });
 
     let primaries: Vec<&AttachmentIps> = attachments.iter().filter(|a| a.ifname == primary_ifname).collect();
     if let [a, b, ..] = primaries[..] {

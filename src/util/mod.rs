@@ -7,6 +7,7 @@ pub mod flock;
 pub mod regex;
 pub mod release;
 pub mod sha512;
+pub mod sort;
 pub mod time;
 
 /// True when both paths name the same file (device and inode), through symlinks.

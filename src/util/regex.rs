@@ -101,7 +101,7 @@ impl Class {
     /// Every code point not in the class.
     fn negated(&self) -> Class {
         let mut ranges = self.0.clone();
-        ranges.sort_unstable();
+        crate::util::sort::sort(&mut ranges);
         let mut out = Class::default();
         let mut next = 0u32;
         for (lo, hi) in ranges {

@@ -1,5 +1,5 @@
 //! Wall-clock timestamps for log lines, without a date library.
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// `t` as RFC 3339 in UTC with whole seconds (`2006-01-02T15:04:05Z`), the layout of the
 /// `time` field in runc's JSON log lines.
@@ -13,6 +13,17 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// `d` in seconds as `f64`'s Display writes `d.as_secs_f64()` (`5`, `0.25`, `1.000000001`),
+/// with integers only: formatting an `f64` links 10 KB of float printing into the binary.
+pub fn seconds(d: Duration) -> String {
+    let nanos = d.subsec_nanos();
+    if nanos == 0 {
+        return d.as_secs().to_string();
+    }
+    let fraction = format!("{nanos:09}");
+    format!("{}.{}", d.as_secs(), fraction.trim_end_matches('0'))
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
@@ -33,7 +44,20 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[test]
+    fn seconds_reads_as_the_f64_display_of_the_duration() {
+        for d in [
+            Duration::ZERO,
+            Duration::from_secs(5),
+            Duration::from_millis(250),
+            Duration::from_millis(1500),
+            Duration::from_nanos(1_000_000_001),
+            Duration::from_micros(12_345_678),
+        ] {
+            assert_eq!(seconds(d), d.as_secs_f64().to_string(), "{d:?}");
+        }
+    }
 
     #[test]
     fn known_instants() {

@@ -92,12 +92,13 @@ impl Json {
             Json::Number(n) => Value::Number(n.clone()),
             Json::String(s) => Value::String(s.clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(o) => Value::Object(
-                o.as_map()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v.to_value()))
-                    .collect(),
-            ),
+            Json::Object(o) => {
+                // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+                // ~4 KB per element type (see `util::sort`).
+                let mut map = serde_json::Map::new();
+                map.extend(o.as_map().into_iter().map(|(k, v)| (k.to_string(), v.to_value())));
+                Value::Object(map)
+            }
         }
     }
 }
@@ -129,7 +130,11 @@ impl Object {
     /// last one written; sorted, as Go marshals a map. Never the way to read a struct field
     /// (that is [`super::Fields`], which matches keys as Go does).
     pub fn as_map(&self) -> BTreeMap<&str, &Json> {
-        self.members().collect()
+        // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
+        // ~4 KB per element type (see `util::sort`).
+        let mut map = BTreeMap::new();
+        map.extend(self.members());
+        map
     }
 
     /// The value a Go map gives for exactly `key` (the last one written).

@@ -164,7 +164,7 @@ pub fn prepare(cni_args: &str, conf: &IpamConfig) -> Result<Options, String> {
             provide(code, value);
         }
     }
-    out.provided.sort_by_key(|(c, _)| *c);
+    crate::util::sort::sort_by_key(&mut out.provided, |(c, _)| *c);
     let mut skip_default = false;
     for r in &conf.request {
         skip_default |= r.skip_default;

@@ -549,7 +549,7 @@ impl Index {
             }
         }
         for (name, mut list) in buckets {
-            list.sort();
+            crate::util::sort::sort(&mut list);
             overwrite(&self.dir, &name, encode_bucket(&list).as_bytes()).map_err(|e| ierr("write", &name, e))?;
         }
         Ok(())
@@ -585,7 +585,7 @@ impl Index {
                 );
             }
         }
-        out.sort();
+        crate::util::sort::sort(&mut out);
         Ok(out)
     }
 }

@@ -36,7 +36,6 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, Flock, FlockArg, OFlag};
 use nix::sys::stat::{fchmod, fstat, fstatat, mkdirat, Mode, SFlag};
 use nix::unistd::{fchown, linkat, unlinkat, Gid, Uid, UnlinkatFlags};
-use std::collections::BTreeSet;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
@@ -307,7 +306,7 @@ pub fn exchange(
     parent: &OwnedFd,
     network: &str,
     live: &OwnedFd,
-    stale: &BTreeSet<String>,
+    stale: &[String],
     boot: &str,
 ) -> Result<OwnedFd, Unswappable> {
     let staging = old_dir_name(boot, network);
@@ -357,13 +356,13 @@ fn build(
     parent: &OwnedFd,
     staging: &str,
     live: &OwnedFd,
-    stale: &BTreeSet<String>,
+    stale: &[String],
     boot: &str,
 ) -> Result<OwnedFd, Unswappable> {
     mkdirat(parent, staging, Mode::from_bits_truncate(0o700)).map_err(failed("create", staging))?;
     let new = open_dir_at(parent, staging).map_err(failed("open", staging))?;
     for name in list_dir(live).map_err(failed("list", "it"))? {
-        if name == INDEX_DIR || name == super::store::RESERVE_TMP || stale.contains(&name) {
+        if name == INDEX_DIR || name == super::store::RESERVE_TMP || stale.binary_search(&name).is_ok() {
             continue;
         }
         let st = fstatat(live, name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).map_err(failed("stat", &name))?;
@@ -391,27 +390,32 @@ fn build(
     Ok(new)
 }
 
-/// The names of the reservations made in an earlier boot (see the module comment).
-pub fn stale_names(live: &OwnedFd, index: &Index) -> Result<BTreeSet<String>, StoreError> {
+/// The names of the reservations made in an earlier boot (see the module comment), sorted
+/// and each once. A sorted `Vec`, not a `BTreeSet<String>`: the set's code cost 2 KB of the
+/// binary, for `contains` and `len` only.
+pub fn stale_names(live: &OwnedFd, index: &Index) -> Result<Vec<String>, StoreError> {
+    let mut stale = Vec::new();
     if index.is_current(live)? {
         let names = list_dir(live).map_err(|e| StoreError::os("list", "network directory", e))?;
-        return Ok(names
-            .into_iter()
-            .filter(|n| super::store::reservation_ip(n).is_some())
-            .collect());
+        stale.extend(names.into_iter().filter(|n| super::store::reservation_ip(n).is_some()));
+    } else {
+        stale.extend(
+            index
+                .all()?
+                .into_iter()
+                .filter(|e| {
+                    let name = e.ip.to_string();
+                    read_small(live, &name, super::store::MAX_RESERVATION)
+                        .ok()
+                        .and_then(|b| index::Owner::parse(&b))
+                        == Some(e.owner.clone())
+                })
+                .map(|e| e.ip.to_string()),
+        );
     }
-    Ok(index
-        .all()?
-        .into_iter()
-        .filter(|e| {
-            let name = e.ip.to_string();
-            read_small(live, &name, super::store::MAX_RESERVATION)
-                .ok()
-                .and_then(|b| index::Owner::parse(&b))
-                == Some(e.owner.clone())
-        })
-        .map(|e| e.ip.to_string())
-        .collect())
+    crate::util::sort::sort(&mut stale);
+    stale.dedup();
+    Ok(stale)
 }
 
 #[cfg(test)]
@@ -621,7 +625,7 @@ mod tests {
         call(d.path(), &boot(A), &[("c1", "10.1.2.2"), ("c2", "10.1.2.3")]);
         let parent = open_data_dir(d.path()).unwrap();
         let live: OwnedFd = std::fs::File::open(d.path().join("net")).unwrap().into();
-        let stale: BTreeSet<String> = ["10.1.2.2".to_string(), "10.1.2.3".into()].into();
+        let stale = ["10.1.2.2".to_string(), "10.1.2.3".into()];
         // the exchange alone, as a process killed right after it leaves things
         exchange(&parent, "net", &live, &stale, B).unwrap();
         assert_eq!(reservations(d.path()), Vec::<String>::new(), "none of them");
@@ -644,7 +648,7 @@ mod tests {
         call(d.path(), &boot(A), &[("c1", "10.1.2.2")]);
         let parent = open_data_dir(d.path()).unwrap();
         let live: OwnedFd = std::fs::File::open(d.path().join("net")).unwrap().into();
-        exchange(&parent, "net", &live, &["10.1.2.2".to_string()].into(), B).unwrap();
+        exchange(&parent, "net", &live, &["10.1.2.2".to_string()], B).unwrap();
         // a remover at work holds the old directory's lock
         let old = d.path().join(old_dir_name(B, "net"));
         let remover = Flock::lock(std::fs::File::open(&old).unwrap(), FlockArg::LockExclusive).unwrap();
@@ -690,7 +694,7 @@ mod tests {
         // another process's release exchanges the directory while this one holds the lock
         let parent = open_data_dir(d.path()).unwrap();
         let live: OwnedFd = std::fs::File::open(d.path().join("net")).unwrap().into();
-        exchange(&parent, "net", &live, &["10.1.2.2".to_string()].into(), A).unwrap();
+        exchange(&parent, "net", &live, &["10.1.2.2".to_string()], A).unwrap();
         remove_tree(&parent, &old_dir_name(A, "net")).unwrap();
         drop(holder);
         waiter.join().unwrap();

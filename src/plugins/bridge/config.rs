@@ -187,7 +187,9 @@ pub fn parse_trunk(v: &Json) -> Result<Vec<u16>, Error> {
         }
     };
     let in_range = |n: i64| (1..=VLAN_MAX).contains(&n);
-    let mut vids = std::collections::BTreeSet::new();
+    // A bitmap of the ids: sorted and de-duplicated by construction, without the code of a
+    // `BTreeSet<u16>` (1.9 KB).
+    let mut chosen = vec![false; VLAN_MAX as usize + 1];
     for item in items {
         let obj = json::as_object(item, "NetConf.vlanTrunk").map_err(failed_to_load)?;
         // `*int` members: `null` clears them
@@ -207,7 +209,7 @@ pub fn parse_trunk(v: &Json) -> Result<Vec<u16>, Error> {
                 if max < min {
                     return Err(Error::internal("minID is greater than maxID in trunk parameter"));
                 }
-                vids.extend((min..=max).map(|v| v as u16));
+                chosen[min as usize..=max as usize].fill(true);
             }
             (None, Some(_)) => {
                 return Err(Error::internal(
@@ -225,10 +227,10 @@ pub fn parse_trunk(v: &Json) -> Result<Vec<u16>, Error> {
             if !in_range(id) {
                 return Err(Error::internal("incorrect trunk id parameter"));
             }
-            vids.insert(id as u16);
+            chosen[id as usize] = true;
         }
     }
-    Ok(vids.into_iter().collect())
+    Ok((1..=VLAN_MAX as u16).filter(|v| chosen[usize::from(*v)]).collect())
 }
 
 /// The checks the reference makes at the start of ADD, before touching anything.

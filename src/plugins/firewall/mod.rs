@@ -32,7 +32,6 @@ use crate::firewall_rules::ipmasq::Attachment;
 use crate::firewall_rules::iptables::nft::{self as iptables_nft, HostTable};
 use crate::firewall_rules::iptables::save_restore::{self, Family, Script};
 use config::{Backend, Conf, IngressPolicy};
-use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 pub struct Firewall;
@@ -201,19 +200,27 @@ fn prev_result_for_del(req: &Request) -> Result<Option<CniResult>, Error> {
     }
 }
 
+// No `BTreeSet`s of addresses or families here: their code cost ~3 KB of the binary, and a
+// result's few addresses are searched as quickly in a `Vec`.
+
 /// The container's addresses, each once, in prevResult order.
 fn addresses(prev: &CniResult) -> Vec<IpAddr> {
-    let mut seen = BTreeSet::new();
-    prev.ips
-        .iter()
-        .map(|c| c.address.ip())
-        .filter(|ip| seen.insert(*ip))
-        .collect()
+    let mut unique = Vec::new();
+    for ip in prev.ips.iter().map(|c| c.address.ip()) {
+        if !unique.contains(&ip) {
+            unique.push(ip);
+        }
+    }
+    unique
 }
 
-/// The families that have addresses (the reference's `findProtos`): no address, no process.
-fn families(addresses: &[IpAddr]) -> BTreeSet<Family> {
-    addresses.iter().map(|ip| Family::of(*ip)).collect()
+/// The families that have addresses (the reference's `findProtos`), IPv4 first: no
+/// address, no process.
+fn families(addresses: &[IpAddr]) -> Vec<Family> {
+    [Family::V4, Family::V6]
+        .into_iter()
+        .filter(|f| addresses.iter().any(|ip| Family::of(*ip) == *f))
+        .collect()
 }
 
 fn of_family(addresses: &[IpAddr], family: Family) -> Vec<IpAddr> {
@@ -380,14 +387,16 @@ fn iptables_gc(conf: &Conf, network: &str, valid: &[(String, String)]) -> Result
     let (keep, gone): (Vec<_>, Vec<_>) = records::all(&conf.data_dir, network)
         .into_iter()
         .partition(|r| valid.iter().any(|(c, i)| *c == r.container_id && *i == r.ifname));
-    let held: BTreeSet<IpAddr> = keep.iter().flat_map(|r| r.addresses.iter().copied()).collect();
-    let doomed: Vec<IpAddr> = gone
+    // sorted `Vec`s (see `addresses`): a network's records can hold many addresses
+    let mut held: Vec<IpAddr> = keep.iter().flat_map(|r| r.addresses.iter().copied()).collect();
+    crate::util::sort::sort(&mut held);
+    let mut doomed: Vec<IpAddr> = gone
         .iter()
         .flat_map(|r| r.addresses.iter().copied())
-        .filter(|a| !held.contains(a))
-        .collect::<BTreeSet<_>>()
-        .into_iter()
+        .filter(|a| held.binary_search(a).is_err())
         .collect();
+    crate::util::sort::sort(&mut doomed);
+    doomed.dedup();
     iptables_del(&lock, &doomed)?;
     for r in gone {
         records::remove(&lock, &conf.data_dir, network, &r.container_id, &r.ifname)

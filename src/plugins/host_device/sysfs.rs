@@ -91,7 +91,7 @@ impl Sysfs {
                     .collect()
             })
             .unwrap_or_default();
-        virtio.sort();
+        crate::util::sort::sort(&mut virtio);
         let found = virtio
             .iter()
             .map(|v| join(&[&dir, v, "net"]))
@@ -113,7 +113,7 @@ impl Sysfs {
             let mut names = std::fs::read_dir(self.real(dir))?
                 .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
                 .collect::<io::Result<Vec<_>>>()?;
-            names.sort();
+            crate::util::sort::sort(&mut names);
             Ok(names)
         };
         match read() {

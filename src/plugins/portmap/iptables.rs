@@ -195,7 +195,7 @@ fn dnat_rules(conf: &Conf, container: IpNetwork) -> Vec<String> {
 /// mapping (of both families, as the reference lists them) in groups of 15.
 fn entry_rules(conf: &Conf, place: &Placement, family: Family) -> Vec<String> {
     let mut protos: Vec<Protocol> = conf.mappings.iter().map(|m| m.protocol).collect();
-    protos.sort_by_key(|p| p.name());
+    crate::util::sort::sort_by_key(&mut protos, |p| p.name());
     protos.dedup();
     let Placement { chain, comment } = place;
     let conditions: String = conf
@@ -551,7 +551,7 @@ fn gc_plan(t: &Table, s: &mut Script, network: &str, valid: &[(String, String)])
             (ours && !alive).then_some(chain)
         })
         .collect();
-    stale.sort();
+    crate::util::sort::sort(&mut stale);
     stale.dedup();
     for chain in &stale {
         remove_chain(t, chain, TOP_DNAT, s);

@@ -238,7 +238,7 @@ fn delete_stale_udp(conf: &Conf) -> Result<(), netlink::Error> {
     if ports.is_empty() {
         return Ok(());
     }
-    ports.sort_unstable();
+    crate::util::sort::sort(&mut ports);
     ports.dedup();
     let family = match (conf.container_v4.is_some(), conf.container_v6.is_some()) {
         (true, true) => netlink::Family::All,

@@ -83,7 +83,8 @@ pub(super) fn ensure_vrf<'a, T: Transport>(
 /// tables (253 default, 254 main, 255 local), which the reference would hand out once 1 to
 /// 252 are taken.
 fn free_table(links: &[Link]) -> Result<u32, Error> {
-    let taken: std::collections::HashSet<u32> = links
+    // a Vec, not a HashSet: a host's few VRFs, without another hash table's code
+    let taken: Vec<u32> = links
         .iter()
         .filter_map(|l| match l.kind {
             Some(LinkKind::Vrf(VrfData { table })) => Some(table),

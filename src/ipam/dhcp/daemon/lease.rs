@@ -406,7 +406,7 @@ impl Lease {
             options.retain(|(c, _)| c != code);
             options.push((*code, value));
         }
-        options.sort_by_key(|(c, _)| *c);
+        crate::util::sort::sort_by_key(&mut options, |(c, _)| *c);
         let payload = Request {
             kind,
             xid,
