@@ -257,9 +257,19 @@ fn two_nodes_one_overlay(mtu: u32) {
         "pod A cannot reach node B's hostPort"
     );
     let qdiscs = b.env.host.command("tc").args(["qdisc", "show"]).output().unwrap();
-    assert!(
-        String::from_utf8_lossy(&qdiscs.stdout).contains("tbf"),
-        "no bandwidth limit on node B"
+    let qdiscs = String::from_utf8_lossy(&qdiscs.stdout).to_string();
+    assert!(qdiscs.contains("tbf"), "no bandwidth limit on node B");
+    // the run's record (`--nocapture`), for the closing note of issue 28
+    eprintln!(
+        "two nodes, FLANNEL_MTU={mtu}: pod A {ip_a} on node A, pod B {ip_b} on node B, eth0 MTU {mtu} \
+         on both; A pings B and B pings A across flannel.1; node B's hostPort {}:8080 answers \
+         pod A with \"flannel-b\"; node B's qdiscs:\n{}",
+        b.underlay_ip(),
+        qdiscs
+            .lines()
+            .filter(|l| !l.contains("noqueue"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     unpod(&a, &pod_a, &json!({}));
     unpod(&b, &pod_b, &caps_b);
