@@ -43,6 +43,22 @@ pub struct ContainerLink<'a> {
 }
 
 impl ContainerLink<'_> {
+    /// The whole CHECK of a container interface a plugin made and configured from IPAM:
+    /// the link ([`ContainerLink::check`]), then prevResult's addresses on `ifname` and its
+    /// routes, in the order the references check them.
+    pub fn check_configured(
+        &self,
+        cont: &Handle,
+        intf: &Interface,
+        ifname: &str,
+        prev: &CniResult,
+        more: impl FnOnce(&Link) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.check(cont, intf, more)?;
+        super::iface::check_addresses(cont, ifname, &prev.ips)?;
+        super::iface::check_routes(cont, &prev.routes)
+    }
+
     /// The container interface named in prevResult: present in `cont`, in a sandbox, of
     /// the plugin's kind (if it names one), passing `more` (e.g. macvlan's mode), with the MAC
     /// the result says.

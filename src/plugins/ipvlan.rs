@@ -121,9 +121,9 @@ impl Plugin for Ipvlan {
         if let Some(m) = &conf.keys.master {
             spaces.master(Some(m))?;
         }
-        CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, &conf.mode))?;
-        iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
-        iface::check_routes(&spaces.cont, &prev.routes)
+        CONTAINER_LINK.check_configured(&spaces.cont, &intf, &req.ifname, &prev, |link| {
+            check_mode(link, &conf.mode)
+        })
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {

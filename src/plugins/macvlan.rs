@@ -111,9 +111,9 @@ impl Plugin for Macvlan {
         let prev = check_preamble::prev_result(req, "Required prevResult missing")?;
         let intf = check_preamble::container_entry(req, &prev);
         check_preamble::check_sandbox(req, &intf)?;
-        CONTAINER_LINK.check(&spaces.cont, &intf, |link| check_mode(link, parse_mode(&conf.mode)?))?;
-        iface::check_addresses(&spaces.cont, &req.ifname, &prev.ips)?;
-        iface::check_routes(&spaces.cont, &prev.routes)
+        CONTAINER_LINK.check_configured(&spaces.cont, &intf, &req.ifname, &prev, |link| {
+            check_mode(link, parse_mode(&conf.mode)?)
+        })
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {

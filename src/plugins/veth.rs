@@ -184,9 +184,7 @@ impl Plugin for Veth {
         let cont_iface = check_preamble::container_entry(req, &prev);
         check_preamble::check_sandbox(req, &cont_iface)?;
         let cont = Handle::open(&ns)?;
-        CONTAINER_LINK.check(&cont, &cont_iface, |_| Ok(()))?;
-        iface::check_addresses(&cont, &req.ifname, &prev.ips)?;
-        iface::check_routes(&cont, &prev.routes)
+        CONTAINER_LINK.check_configured(&cont, &cont_iface, &req.ifname, &prev, |_| Ok(()))
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {

@@ -108,9 +108,7 @@ impl Plugin for HostDevice {
         let intf = check_preamble::container_entry(req, &prev);
         check_preamble::check_sandbox(req, &intf)?;
         let cont = Handle::open(&ns)?;
-        CONTAINER_LINK.check(&cont, &intf, |_| Ok(()))?;
-        iface::check_addresses(&cont, &req.ifname, &prev.ips)?;
-        iface::check_routes(&cont, &prev.routes)
+        CONTAINER_LINK.check_configured(&cont, &intf, &req.ifname, &prev, |_| Ok(()))
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {

@@ -148,9 +148,7 @@ impl Plugin for TapPlugin {
         let intf = check_preamble::container_entry(req, &prev);
         check_preamble::check_sandbox(req, &intf)?;
         let cont = Handle::open(&ns)?;
-        CONTAINER_LINK.check(&cont, &intf, check_tap)?;
-        iface::check_addresses(&cont, &req.ifname, &prev.ips)?;
-        iface::check_routes(&cont, &prev.routes)
+        CONTAINER_LINK.check_configured(&cont, &intf, &req.ifname, &prev, check_tap)
     }
 
     fn status(&self, req: &Request) -> Result<(), Error> {
