@@ -14,7 +14,8 @@
 //! `testing::FakeTransport` records requests and serves canned replies for tests without root
 //! (compiled only into tests).
 //!
-//! Modules: `handle` (request discipline), `link` (lookup, change, delete), `link_kind` (a
+//! Modules: `handle` (request discipline), `link` (lookup, change, delete), `link_events`
+//! (waiting for a link's state from the kernel's notifications, without the RTNL lock), `link_kind` (a
 //! link's kind and its data, decoded and encoded), `devconf` (a link's IPv4/IPv6 settings,
 //! the per-device sysctls, over rtnetlink), `create` (veth pairs, and every other
 //! kind from its `LinkKind`), `bridge_port` (port flags and VLANs), `address`, `route`, `rule` (policy-routing rules), `types`,
@@ -33,6 +34,7 @@ mod devconf;
 mod error;
 mod handle;
 mod link;
+mod link_events;
 mod link_kind;
 mod names;
 pub mod netfilter;
@@ -53,6 +55,7 @@ pub use devconf::{DevConf, Ipv4Conf, Ipv6Conf};
 pub use error::{errno_text, Error, ErrorKind};
 pub use handle::{Handle, Result};
 pub use link::{Link, LinkRef, OperState};
+pub use link_events::{Heard, LinkEvents};
 pub use link_kind::{
     BridgeData, IpvlanData, IpvlanMode, LinkKind, MacvlanData, TunData, VlanData, VlanProtocol, VrfData,
 };

@@ -4,8 +4,8 @@
 use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
-    self, AddrOptions, BridgeSpec, Family, Handle, Ipv6Conf, Link, LinkKind, MacAddr, OperState, PortFlags, PortVlan,
-    VethError, VethSpec,
+    self, AddrOptions, BridgeSpec, Family, Handle, Heard, Ipv6Conf, Link, LinkEvents, LinkKind, MacAddr, OperState,
+    PortFlags, PortVlan, VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 /// are batched by the kernel; normally the first look already sees it up).
 const PORT_UP_TIMEOUT: Duration = Duration::from_millis(2500);
 const PORT_UP_POLL: Duration = Duration::from_millis(10);
+/// How long the notifications are listened to before the kernel is asked (in case one was
+/// lost).
+const PORT_UP_RECHECK: Duration = Duration::from_millis(100);
 
 /// The VLAN a fresh bridge port gets by default (the bridge's default_pvid).
 const DEFAULT_PVID: u16 = 1;
@@ -286,12 +289,29 @@ pub fn ensure_addr(h: &Handle, link: &Link, gw: IpNetwork, force: bool) -> Resul
     }
 }
 
-/// Wait until the host veth reports oper state up. A veth whose peer is up is up as soon
-/// as the kernel's link watcher has run, so the first look normally succeeds; only then is
-/// there a short, bounded poll (the reference always sleeps through fixed steps).
-pub fn wait_port_up(h: &Handle, index: u32) -> Result<Link, Error> {
+/// Wait until the host veth reports oper state up (the reference's check that the bridge
+/// port came up; it always sleeps through fixed steps). The kernel's link watcher sets the
+/// state and then announces it: `events`, subscribed before the container end came up, hears
+/// that at once. Asking instead (`RTM_GETLINK`) would queue for the RTNL lock behind the
+/// kernel's IPv6 announcements of the new container interface, flooded to every port of the
+/// bridge: on a full bridge that wait was most of an ADD's growth. Whenever the
+/// notifications say nothing (lost, or not yet sent), the kernel is asked, as before.
+pub fn wait_port_up(h: &Handle, events: Option<&LinkEvents>, index: u32) -> Result<Link, Error> {
     let deadline = Instant::now() + PORT_UP_TIMEOUT;
     loop {
+        // without notifications, or when they ended early (lost, or the link deleted), the
+        // kernel's answer is polled
+        let poll = match events {
+            Some(events) => {
+                let slice = PORT_UP_RECHECK.min(deadline.saturating_duration_since(Instant::now()));
+                let listening = Instant::now();
+                if let Heard::Link(link) = events.wait_for(index, slice, |l| l.oper_state == OperState::Up) {
+                    return Ok(*link);
+                }
+                listening.elapsed() < slice
+            }
+            None => true,
+        };
         let link = h.link(index)?;
         if link.oper_state == OperState::Up {
             return Ok(link);
@@ -302,7 +322,9 @@ pub fn wait_port_up(h: &Handle, index: u32) -> Result<Link, Error> {
                 oper_state_name(link.oper_state)
             )));
         }
-        std::thread::sleep(PORT_UP_POLL);
+        if poll {
+            std::thread::sleep(PORT_UP_POLL);
+        }
     }
 }
 

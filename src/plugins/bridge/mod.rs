@@ -6,7 +6,9 @@
 //! * an IPAM default route without a gateway is not duplicated by `isDefaultGateway`
 //!   ([`gateway::apply`]);
 //! * the host veth is enslaved and both MACs and MTUs are set in the create request, and
-//!   the port is checked once for oper state up instead of sleeping through fixed steps;
+//!   the port's coming up is heard from the kernel's link notifications instead of polled
+//!   through fixed sleeps, and the bridge's and container end's MACs are not read again
+//!   (this ADD set both) ([`device::wait_port_up`]);
 //! * DEL removes the attachment's masquerade and spoof-check rules also without a netns;
 //! * CHECK and STATUS only delegate to IPAM when there is one; GC removes the network's
 //!   stale nftables masquerade rules and is forwarded to IPAM;
@@ -22,7 +24,7 @@ pub mod gateway;
 use crate::cni::result::Interface;
 use crate::cni::{config as cniconf, delegate, CniResult, Error, Plugin, Request};
 use crate::firewall_rules::{ipmasq, spoofcheck};
-use crate::netlink::{Handle, Ipv4Conf, Link, LinkKind, MacAddr};
+use crate::netlink::{Handle, Ipv4Conf, Link, LinkEvents, LinkKind, MacAddr};
 use crate::netns::Netns;
 use crate::plugin_kit::rollback::Rollback;
 use crate::plugin_kit::teardown::Teardown;
@@ -103,6 +105,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         delete_veth(host_ref, host_index)
     });
     device::setup_port(&host, &host_veth, conf, conf.vlan, conf.trunk())?;
+    // Before the container end comes up, so the port's coming up is heard (see
+    // `device::wait_port_up`); without the subscription the kernel is asked instead.
+    let port_events = LinkEvents::subscribe().ok();
     let cont_link = iface::lookup(&cont, &req.ifname)?;
     let cont_mac = cont_link.mac.map(|m| m.to_string()).unwrap_or_default();
 
@@ -167,17 +172,17 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
             .map_err(|e| Error::internal(format!("failed to set {:?} up: {e}", req.ifname)))?;
     }
 
-    // Refresh the MACs right before returning (the reference's fix for CHECK failing when
-    // the host veth MAC changed after ADD).
+    // The host veth's MAC as the port came up (the reference re-reads the MACs here, its fix
+    // for CHECK failing when udev changed the host veth's MAC after ADD). The bridge's and
+    // the container end's MACs were set by this ADD and cannot have changed: the bridge's
+    // is pinned (`device::ensure_bridge`), so adding a port does not move it, and both veth
+    // MACs were set at creation, which udev's MACAddressPolicy leaves alone.
     let host_veth = if conf.disable_container_interface {
         host.link(host_index)?
     } else {
-        device::wait_port_up(&host, host_index)?
+        device::wait_port_up(&host, port_events.as_ref(), host_index)?
     };
     result.interfaces[1].mac = host_veth.mac.map(|m| m.to_string());
-    let br = host.link(bridge.index)?;
-    result.interfaces[0].mac = br.mac.map(|m| m.to_string());
-    result.interfaces[2].mac = cont.link(cont_link.index)?.mac.map(|m| m.to_string());
 
     result.dns = cniconf::dns_override(&result.dns, &conf.dns);
     // A result the config's version cannot express (an L2 result for 0.1.0/0.2.0) fails

@@ -1456,6 +1456,75 @@ fn add_and_del_read_no_masquerade_rules_of_other_attachments() {
     assert!(!nft_ruleset(&env.host).contains("masquerade comment"));
 }
 
+/// Once the container end is up, an ADD asks the kernel for no link: every RTM_GETLINK
+/// takes the RTNL lock, which the kernel then holds to announce the new interface over IPv6
+/// to every port of the bridge (the longer, the fuller the bridge). The port's coming up is
+/// heard from the link notifications (subscribed before), and the result still carries the
+/// MACs the kernel holds. Before, three lookups came after the container end's link-up.
+#[test]
+fn no_link_is_asked_for_after_the_container_end_comes_up() {
+    let env = TestEnv::new();
+    let c = conf(
+        &env,
+        "1.1.0",
+        json!({"isGateway": true, "ipMasq": true, "ipam": ipam(&["10.1.2.0/24"])}),
+    );
+    let (a, b) = (env.container(), env.container());
+    add(&env, "first", &a, &c).success();
+    let log = env.tmp.path().join(common::unique("strace"));
+    let result = env
+        .call("bridge")
+        .verb("ADD", "second", b.path_str(), IFNAME)
+        .config(&c)
+        .run_under(&[
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=sendto,setsockopt",
+            "-s",
+            "64",
+            "-o",
+            log.to_str().unwrap(),
+        ])
+        .success();
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    // the container socket's messages are not decoded by name (strace cannot see it from
+    // the host): RTM_NEWLINK is 0x10, RTM_GETLINK 0x12; the link-up request carries
+    // ifi_flags = ifi_change = IFF_UP
+    let up = r#"\x01\x00\x00\x00\x01\x00\x00\x00""#;
+    let link_up = lines
+        .iter()
+        .rposition(|l| l.contains("nlmsg_type=0x10 ") && l.contains(up))
+        .unwrap_or_else(|| panic!("no link-up of the container end:\n{trace}"));
+    let asked: Vec<&&str> = lines[link_up..]
+        .iter()
+        .filter(|l| l.contains("RTM_GETLINK") || l.contains("nlmsg_type=0x12 "))
+        .collect();
+    assert!(asked.is_empty(), "{asked:#?}");
+    let subscribed = lines[..link_up]
+        .iter()
+        .any(|l| l.contains("NETLINK_ADD_MEMBERSHIP") && l.contains("[1]"));
+    assert!(subscribed, "subscribed to RTNLGRP_LINK before the link-up:\n{trace}");
+    // the result's MACs are the kernel's
+    let ifaces = result["interfaces"].as_array().unwrap();
+    let host_mac = |dev: &str| env.host.ip_json(&["link", "show", "dev", dev])[0]["address"].clone();
+    assert_eq!(ifaces[0]["mac"], host_mac(ifaces[0]["name"].as_str().unwrap()));
+    assert_eq!(ifaces[1]["mac"], host_mac(ifaces[1]["name"].as_str().unwrap()));
+    assert_eq!(
+        ifaces[2]["mac"],
+        b.ip_json(&["link", "show", "dev", IFNAME])[0]["address"]
+    );
+    assert_eq!(
+        link_details(&env.host, ifaces[1]["name"].as_str().unwrap())["operstate"],
+        "UP"
+    );
+    for (id, ns) in [("first", &a), ("second", &b)] {
+        del(&env, id, ns.path_str(), &c).success();
+    }
+}
+
 /// The container's `arp_notify` is set over netlink (RTM_SETLINK, IFLA_INET_CONF), and
 /// the forwarding switch read with RTM_GETNETCONF: an ADD opens no `/proc/sys` path for
 /// either, and both read 1 in /proc as the reference leaves them. Before, each was a

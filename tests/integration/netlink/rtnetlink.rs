@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use std::process::Command;
 
 use cnibox::netlink::{
-    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Ipv4Conf, Ipv6Conf, Link, LinkKind, MacAddr, MacvlanMode,
-    MacvlanSpec, OperState, PortFlags, PortVlan, RouteSpec, Scope, SourceRule, VethSpec, TABLE_MAIN,
+    AddrOptions, BridgeSpec, ErrorKind, Family, Handle, Heard, Ipv4Conf, Ipv6Conf, Link, LinkEvents, LinkKind, MacAddr,
+    MacvlanMode, MacvlanSpec, OperState, PortFlags, PortVlan, RouteSpec, Scope, SourceRule, VethSpec, TABLE_MAIN,
 };
 use cnibox::netns::Netns;
 use ipnetwork::IpNetwork;
@@ -106,6 +106,64 @@ fn veth_peer_is_born_in_the_container_with_name_mtu_and_macs() {
         .unwrap()
         .status
         .success());
+}
+
+/// A host veth whose peer comes up is announced with oper state up: the notification
+/// (subscribed before) answers without asking for the link, and carries the link as
+/// RTM_GETLINK would show it.
+#[test]
+fn link_events_hear_a_port_come_up_and_say_nothing_otherwise() {
+    let h = private_host();
+    let c = common::Netns::new("c");
+    let (cns, ch) = container(&c);
+    h.create_bridge(&BridgeSpec {
+        name: "br0",
+        ..Default::default()
+    })
+    .unwrap();
+    h.set_up("br0").unwrap();
+    let br = h.link("br0").unwrap();
+    let host = h
+        .create_veth(&VethSpec {
+            name: "vethev000001",
+            peer_name: "eth0",
+            peer_netns: Some(&cns),
+            master: Some(br.index),
+            ..Default::default()
+        })
+        .unwrap();
+    h.set_up(host.index).unwrap();
+    let events = LinkEvents::subscribe().unwrap();
+    let up = |l: &Link| l.oper_state == OperState::Up;
+    // the peer is down: no carrier, so nothing to hear
+    let t = std::time::Instant::now();
+    assert!(matches!(
+        events.wait_for(host.index, std::time::Duration::from_millis(150), up),
+        Heard::Nothing
+    ));
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(150),
+        "waited the time given"
+    );
+    ch.set_up("eth0").unwrap();
+    match events.wait_for(host.index, std::time::Duration::from_secs(5), up) {
+        Heard::Link(l) => {
+            assert_eq!(l.name, "vethev000001");
+            assert_eq!(l.master, Some(br.index));
+            assert_eq!(l.mac, h.link(host.index).unwrap().mac);
+            assert_eq!(link_json("vethev000001")["operstate"], "UP");
+        }
+        Heard::Nothing => panic!("no notification of the port coming up"),
+    }
+    // a deleted link ends the wait at once (the caller then asks, and learns it is gone)
+    let other = LinkEvents::subscribe().unwrap();
+    h.delete_link(host.index).unwrap();
+    let t = std::time::Instant::now();
+    assert!(matches!(
+        other.wait_for(host.index, std::time::Duration::from_secs(5), up),
+        Heard::Nothing
+    ));
+    assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
 }
 
 #[test]
