@@ -165,6 +165,13 @@ growth_table() {
             for impl in cnibox reference netavark floor; do cols+=("$(ratio "${GR_MED[$impl,$v,$p]}" "${GR_MED[$impl,$v,$first]}")"); done
             trow "$v growth, $p / $first attached" "${cols[@]}" -
         done
+        # the same growth in ms: what the fuller network adds to a call, whatever the call's
+        # own size (a ratio makes the same added kernel work look larger on a faster call)
+        for p in "${GR_POINTS[@]:1}"; do
+            cols=()
+            for impl in cnibox reference netavark floor; do cols+=("$(added_ms "${GR_MED[$impl,$v,$p]}" "${GR_MED[$impl,$v,$first]}")"); done
+            trow "$v added ms, $p vs $first attached" "${cols[@]}" -
+        done
         for p in "${GR_POINTS[@]:1}"; do
             trow "$v growth minus the kernel floor's, $p / $first" \
                 "$(awk -v a="$(ratio "${GR_MED[cnibox,$v,$p]}" "${GR_MED[cnibox,$v,$first]}")" \

@@ -12,6 +12,8 @@ stamp() { printf -v "$1" %s "${EPOCHREALTIME/./}"; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
 ms() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1000 }'; }
 secs() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1e6 }'; }
+# added_ms A B : A - B (µs) in ms, signed
+added_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="n/a"||b=="n/a"||a==""||b=="") print "n/a"; else printf "%+.2f", (a-b)/1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="n/a"||b=="n/a"||a==""||b==""||b==0) print "n/a"; else printf "%.3f\n", a/b }'; }
 say() { echo "bench [$(( $(date +%s) - ${BENCH_START:-$(date +%s)} ))s]: $*" >&2; }
 die() { echo "bench: $*" >&2; exit 1; }

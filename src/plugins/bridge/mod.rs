@@ -151,7 +151,15 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         result.dns = ipam_result.dns;
-        // Masquerade as soon as the addresses are known.
+        let gateways = gateway::apply(&mut result, conf);
+
+        container_sysctls(&netns, &cont, cont_link.index, &req.ifname, conf.enable_dad)?;
+        iface::configure(&netns, &cont, &req.ifname, &result)?;
+        if conf.is_gateway && !gateways.is_empty() {
+            put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
+        }
+        // Masquerade after the container end is up, as the reference orders it: meanwhile
+        // the kernel brings the port up, which is waited for next (`device::wait_port_up`).
         if let Some(backend) = masq_backend {
             let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address).collect();
             let undo = addrs.clone();
@@ -159,13 +167,6 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
                 ipmasq::undo_setup(ipam_delegation::masq_attachment(req), &undo).map_err(|e| e.to_string())
             });
             ipmasq::setup(backend, ipam_delegation::masq_attachment(req), &addrs)?;
-        }
-        let gateways = gateway::apply(&mut result, conf);
-
-        container_sysctls(&netns, &cont, cont_link.index, &req.ifname, conf.enable_dad)?;
-        iface::configure(&netns, &cont, &req.ifname, &result)?;
-        if conf.is_gateway && !gateways.is_empty() {
-            put_gateways(&host, &bridge, conf, &gateways, &mut result)?;
         }
     } else if !conf.disable_container_interface {
         cont.set_up(cont_link.index)
