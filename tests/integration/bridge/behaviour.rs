@@ -1393,8 +1393,14 @@ fn common_keys() {
 /// The syscalls of one bridge call, as `strace -f -e trace=open,openat,sendto` prints them
 /// (netlink payloads as hex escapes; strings up to 400 bytes).
 fn traced(env: &TestEnv, verb: &str, id: &str, ns: &Netns, c: &Value) -> String {
+    traced_calls(env, verb, id, ns, c, "open,openat,sendto").0
+}
+
+/// One call under `strace -f` of `syscalls`: the trace (payloads to 400 bytes) and the result.
+fn traced_calls(env: &TestEnv, verb: &str, id: &str, ns: &Netns, c: &Value, syscalls: &str) -> (String, Value) {
     let log = env.tmp.path().join(common::unique("strace"));
-    env.call("bridge")
+    let result = env
+        .call("bridge")
         .verb(verb, id, ns.path_str(), IFNAME)
         .config(c)
         .run_under(&[
@@ -1402,14 +1408,14 @@ fn traced(env: &TestEnv, verb: &str, id: &str, ns: &Netns, c: &Value) -> String 
             "-f",
             "-qq",
             "-e",
-            "trace=open,openat,sendto",
+            &format!("trace={syscalls}"),
             "-s",
             "400",
             "-o",
             log.to_str().unwrap(),
         ])
         .success();
-    std::fs::read_to_string(&log).unwrap()
+    (std::fs::read_to_string(&log).unwrap(), result)
 }
 
 /// `s` as strace escapes netlink payload bytes.
@@ -1471,24 +1477,7 @@ fn no_link_is_asked_for_after_the_container_end_comes_up() {
     );
     let (a, b) = (env.container(), env.container());
     add(&env, "first", &a, &c).success();
-    let log = env.tmp.path().join(common::unique("strace"));
-    let result = env
-        .call("bridge")
-        .verb("ADD", "second", b.path_str(), IFNAME)
-        .config(&c)
-        .run_under(&[
-            "strace",
-            "-f",
-            "-qq",
-            "-e",
-            "trace=sendto,setsockopt",
-            "-s",
-            "64",
-            "-o",
-            log.to_str().unwrap(),
-        ])
-        .success();
-    let trace = std::fs::read_to_string(&log).unwrap();
+    let (trace, result) = traced_calls(&env, "ADD", "second", &b, &c, "sendto,setsockopt");
     let lines: Vec<&str> = trace.lines().collect();
     // the container socket's messages are not decoded by name (strace cannot see it from
     // the host): RTM_NEWLINK is 0x10, RTM_GETLINK 0x12; the link-up request carries
