@@ -6,6 +6,7 @@
 # by a millisecond from run to run. For comparing a change, not for the targets.
 #
 # usage: sudo benches/growth-ab.sh N M NAME=PATH [NAME=PATH ...] [floor]
+#   PATH: a cnibox binary, or a directory of plugins (ref=/usr/lib/cni: the reference)
 #   e.g. sudo benches/growth-ab.sh 250 40 before=/tmp/cnibox-main after=target/x86_64-unknown-linux-musl/release/cnibox floor
 #   Run it at a small N too (N = M + 1) and compare the medians: the growth is the difference.
 #   Each variant: bridge+host-local with ipMasq (host-local's store on a tmpfs, so the file
@@ -34,8 +35,13 @@ for v in "$@"; do
         ip -n "$HOSTNS" link add "cbab$k" type bridge; ip -n "$HOSTNS" link set "cbab$k" up
         ip -n "$HOSTNS" addr add "10.$((80 + k)).0.1/16" dev "cbab$k"
     else
-        bin=$(readlink -f "${v#*=}"); [ -x "$bin" ] || { echo "growth-ab: $bin is not a binary" >&2; exit 1; }
-        for p in bridge host-local; do ln -s "$bin" "$W/$name/$p"; done
+        bin=$(readlink -f "${v#*=}")
+        if [ -d "$bin" ]; then  # a plugin directory (e.g. /usr/lib/cni: the reference)
+            for p in bridge host-local; do ln -s "$bin/$p" "$W/$name/$p"; done
+        else
+            [ -x "$bin" ] || { echo "growth-ab: $bin is not a binary" >&2; exit 1; }
+            for p in bridge host-local; do ln -s "$bin" "$W/$name/$p"; done
+        fi
         printf '{"cniVersion":"1.0.0","name":"ab%s","type":"bridge","bridge":"cbab%s","isGateway":true,"ipMasq":true,"ipam":{"type":"host-local","ranges":[[{"subnet":"10.%s.0.0/16"}]],"dataDir":"%s"}}' \
             "$k" "$k" "$((80 + k))" "$W/data" > "$W/$name/conf.json"
     fi

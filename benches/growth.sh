@@ -8,10 +8,10 @@
 #
 # "At N": the median of the GROWTH_EDGE ADDs that bring the network to N attachments (at 1:
 # the first GROWTH_EDGE), and of the GROWTH_EDGE DELs from N attached down (at 1: the last
-# ones). Measured calls run one at a time, every implementation's next call in a rotating
-# order, so all of them share the same moments of the machine; the attachments between the
-# measured windows are made and removed by WORKERS parallel workers, every implementation
-# at once, unmeasured.
+# ones). Measured calls run one at a time, one of every implementation per round in an order
+# drawn anew, so all of them share the same moments of the machine and none always follows
+# the same one; the attachments between the measured windows are made and removed by
+# WORKERS parallel workers, every implementation at once, unmeasured.
 #
 # growth_series [ADD-COMPANION WHILE-FULL DEL-COMPANION] : the commands run in the background
 # beside the last ADD fill and the first DEL fill (unmeasured work of other sections), and in
@@ -101,17 +101,20 @@ growth_series() {
         # wait until the network is quiet, as the first ten find it.
         if [ "$verb" = ADD ]; then sleep "$GROWTH_SETTLE"; fi
     }
-    # measure VERB P I... : the calls of attachments I..., every implementation's in a
-    # rotating order, into gr.IMPL.VERB.P
+    # measure VERB P I... : the calls of attachments I..., every implementation's in an
+    # order drawn anew for each, into gr.IMPL.VERB.P
     measure() {
-        local verb=$1 p=$2 n=0; shift 2
+        local verb=$1 p=$2; shift 2
         for ((j = 0; j < k; j++)); do : > "$WORK/gr.${GR_IMPLS[j]}.$verb.$p"; done
         for i in "$@"; do
-            for ((r = 0; r < k; r++)); do
-                j=$(( (r + n) % k )); impl=${GR_IMPLS[j]}
+            # A new order every round: a call inherits its predecessor's deferred kernel work
+            # (a new interface's IPv6 announcements, flooded to every port of its bridge), so
+            # no implementation may always follow the same one (a rotation put cnibox after
+            # the floor every time).
+            for j in $(shuf -i "0-$((k - 1))"); do
+                impl=${GR_IMPLS[j]}
                 gr_step "$impl" "$verb" "$i" "$(ns_of "$j" "$i")" >> "$WORK/gr.$impl.$verb.$p" || exit 1
             done
-            n=$((n + 1))
         done
     }
     # the window of point P: attachments LO..HI-1 (0-based), HI = max(P, GROWTH_EDGE)
@@ -188,7 +191,7 @@ growth_table() {
     [ -n "${NETAVARK:-}" ] || tnote "netavark not run: $NETAVARK_MISSING"
     tnote "At N: the $GROWTH_EDGE ADDs that bring the network to N attachments (at ${GR_POINTS[0]}: the first $GROWTH_EDGE)," \
         "and the $GROWTH_EDGE DELs from N attached down (at ${GR_POINTS[0]}: the last $GROWTH_EDGE), one at a time, each" \
-        "implementation on its own network and every one's next call in a rotating order; the attachments in" \
+        "implementation on its own network and their calls in an order drawn anew each round; the attachments in" \
         "between made and removed by $WORKERS parallel workers, unmeasured. cnibox and the reference:" \
         "bridge+host-local with ipMasq; netavark: setup/teardown with the JSON podman passes (static_ips, no IPAM);" \
         "kernel floor: the same veth, bridge port, address and route by two ip -batch processes, no IPAM, no rules." \
