@@ -50,14 +50,14 @@ for v in "$@"; do
     k=$((k + 1))
 done
 # inside the host namespace: fill every network to N-M, settle, then the last M in rotation
-ip netns exec "$HOSTNS" bash -s "$W" "$N" "$M" "$HOSTNS" "${names[@]}" << 'INNER'
-W=$1; N=$2; M=$3; H=$4; shift 4; names=("$@"); nv=${#names[@]}
+ip netns exec "$HOSTNS" bash -s "$HERE" "$W" "$N" "$M" "$HOSTNS" "${names[@]}" << 'INNER'
+# shellcheck source=benches/lib.sh
+. "$1/lib.sh"
+W=$2; N=$3; M=$4; H=$5; shift 5; names=("$@"); nv=${#names[@]}
 add() {  # K NAME I
     local ns=${H}n$1c$3
     if [ "$2" = floor ]; then
-        printf 'link add ab%s type veth peer name eth0 netns %s\nlink set ab%s master cbab%s up\n' "$3" "$ns" "$3" "$1" | ip -batch - \
-            && printf 'addr add 10.%s.%s.%s/16 dev eth0\nlink set eth0 up\nroute add default via 10.%s.0.1\n' \
-                "$((80 + $1))" "$((($3 + 2) >> 8))" "$((($3 + 2) & 255))" "$((80 + $1))" | ip -n "$ns" -batch - \
+        floor_attach "ab$3" "$ns" "cbab$1" "10.$((80 + $1)).$((($3 + 2) >> 8)).$((($3 + 2) & 255))/16" "10.$((80 + $1)).0.1" \
             || { echo "growth-ab: floor ADD $3 failed" >&2; exit 1; }
         return
     fi

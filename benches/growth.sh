@@ -26,9 +26,7 @@ gr_step() {
     floor)
         stamp t0
         if [ "$verb" = ADD ]; then
-            printf 'link add gf%s type veth peer name eth0 netns %s\nlink set gf%s master cbgfloor up\n' "$i" "$ns" "$i" | ip -batch - \
-                && printf 'addr add %s/16 dev eth0\nlink set eth0 up\nroute add default via 10.76.0.1\n' "$(gr_ip 10.76 "$i")" \
-                | ip -n "$ns" -batch - || die "floor: ADD $i failed"
+            floor_attach "gf$i" "$ns" cbgfloor "$(gr_ip 10.76 "$i")/16" 10.76.0.1 || die "floor: ADD $i failed"
         else
             ip link del "gf$i" || die "floor: DEL $i failed"
         fi
@@ -80,7 +78,7 @@ growth_series() {
             if [ "$verb" = ADD ]; then i=$x; else i=$((to - 1 - x + from)); fi
             for ((j = 0; j < k; j++)); do echo "${GR_IMPLS[j]} $verb $i $(ns_of "$j" "$i")"; done
         done > "$WORK/gr-fill"
-        export -f gr_step gr_ip gr_netavark run_plugin jq_once stamp die
+        export -f gr_step gr_ip gr_netavark run_plugin jq_once stamp die floor_attach
         export WORK NETAVARK GR_NV_PREFIX
         # netavark's calls one after another (podman serializes them, and netavark 1.4 takes
         # no lock of its own), beside the others' workers

@@ -12,6 +12,12 @@ stamp() { printf -v "$1" %s "${EPOCHREALTIME/./}"; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
 ms() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1000 }'; }
 secs() { awk -v u="$1" 'BEGIN { if (u=="n/a" || u=="") print "n/a"; else printf "%.2f", u/1e6 }'; }
+# floor_attach HOST-VETH NETNS BRIDGE ADDRESS/PLEN GATEWAY : the kernel floor of a bridge
+# attachment, the same veth, port, address and route as the plugin makes, by two ip -batch
+floor_attach() {
+    printf 'link add %s type veth peer name eth0 netns %s\nlink set %s master %s up\n' "$1" "$2" "$1" "$3" | ip -batch - \
+        && printf 'addr add %s dev eth0\nlink set eth0 up\nroute add default via %s\n' "$4" "$5" | ip -n "$2" -batch -
+}
 # added_ms A B : A - B (µs) in ms, signed
 added_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="n/a"||b=="n/a"||a==""||b=="") print "n/a"; else printf "%+.2f", (a-b)/1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="n/a"||b=="n/a"||a==""||b==""||b==0) print "n/a"; else printf "%.3f\n", a/b }'; }

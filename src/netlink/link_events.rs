@@ -6,27 +6,25 @@
 //! container interface comes up, that lock is held by the kernel's own work for the new
 //! interface (IPv6 finishing address setup and sending its MLD reports and router
 //! solicitation, which a bridge floods to every port: the longer, the fuller the bridge).
-//! A question asked then waits for all of it; the notification the link watcher sends when
-//! the link's state changes does not.
+//! A question asked then queues behind all of it. The link watcher, which sets the link's
+//! new state and announces it, was queued for the lock when the carrier came on, before that
+//! work, so its notification usually comes first.
 //!
 //! Notifications can be lost (the socket's queue overflows on a busy node, `ENOBUFS`), so
 //! a caller treats "nothing heard" as "ask the kernel" ([`Heard::Nothing`]), never as an
 //! answer.
 use std::cell::RefCell;
-use std::io::Cursor;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use neli::consts::socket::{Msg, NlFamily};
-use neli::nl::{NlPayload, Nlmsghdr};
+use neli::nl::NlPayload;
 use neli::socket::NlSocket;
-use neli::types::Buffer;
 use neli::utils::Groups;
-use neli::FromBytes;
 
 use super::handle::{Op, Result};
 use super::link::{decode_link, Link};
-use super::transport::{Message, TransportError};
+use super::transport::{self, Message, TransportError};
 use super::wire::{AF_UNSPEC, RTM_DELLINK, RTM_NEWLINK};
 
 /// The rtnetlink multicast group of link notifications (uapi `RTNLGRP_LINK`).
@@ -106,21 +104,18 @@ impl LinkEvents {
             // ENOBUFS: notifications were dropped; anything else: the socket is unusable
             Err(_) => return Read::Lost,
         };
-        let mut cursor = Cursor::new(&buf[..n]);
-        let mut out = Vec::new();
-        while (cursor.position() as usize) < n {
-            let Ok(m) = Nlmsghdr::<u16, Buffer>::from_bytes(&mut cursor) else {
-                return Read::Lost;
-            };
-            if let NlPayload::Payload(p) = m.nl_payload() {
-                out.push(Message {
-                    kind: *m.nl_type(),
-                    flags: m.nl_flags().bits(),
-                    payload: p.as_ref().to_vec(),
-                });
-            }
-        }
-        Read::Messages(out)
+        let Ok(messages) = transport::parse(&buf[..n]) else {
+            return Read::Lost;
+        };
+        let notices = messages.iter().filter_map(|m| match m.nl_payload() {
+            NlPayload::Payload(p) => Some(Message {
+                kind: *m.nl_type(),
+                flags: m.nl_flags().bits(),
+                payload: p.as_ref().to_vec(),
+            }),
+            _ => None,
+        });
+        Read::Messages(notices.collect())
     }
 
     fn readable_within(&self, timeout: Duration) -> bool {
@@ -146,17 +141,15 @@ enum Notice {
 
 /// What notification `m` says about link `index`, if it is about it.
 fn about(m: &Message, index: u32) -> Option<Notice> {
-    // ifinfomsg: family (1 byte), pad, type (2), index (4)
-    let family = *m.payload.first()?;
-    let of = u32::from_ne_bytes(m.payload.get(4..8)?.try_into().ok()?);
-    if family != AF_UNSPEC || of != index {
+    // the ifinfomsg starts with its family
+    if m.payload.first() != Some(&AF_UNSPEC) {
         return None;
     }
+    let link = decode_link(&Op::new("read", "link notification"), m).ok()?;
     match m.kind {
+        _ if link.index != index => None,
         RTM_DELLINK => Some(Notice::Deleted),
-        RTM_NEWLINK => decode_link(&Op::new("read", "link notification"), m)
-            .ok()
-            .map(|l| Notice::Changed(Box::new(l))),
+        RTM_NEWLINK => Some(Notice::Changed(Box::new(link))),
         _ => None,
     }
 }

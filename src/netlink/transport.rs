@@ -105,12 +105,7 @@ impl Socket {
                 detail: "netlink socket read returned nothing".into(),
             });
         }
-        let mut cursor = Cursor::new(&buf[..n]);
-        let mut out = Vec::new();
-        while (cursor.position() as usize) < cursor.get_ref().len() {
-            out.push(Nlmsghdr::from_bytes(&mut cursor).map_err(|e| socket_error(e.into()))?);
-        }
-        Ok(out)
+        parse(&buf[..n])
     }
 
     fn next_seq(&self) -> u32 {
@@ -173,6 +168,16 @@ impl Transport for Socket {
             }
         }
     }
+}
+
+/// The netlink messages of one read.
+pub(crate) fn parse(read: &[u8]) -> Result<Vec<Nlmsghdr<u16, Buffer>>, TransportError> {
+    let mut cursor = Cursor::new(read);
+    let mut out = Vec::new();
+    while (cursor.position() as usize) < read.len() {
+        out.push(Nlmsghdr::from_bytes(&mut cursor).map_err(|e| socket_error(e.into()))?);
+    }
+    Ok(out)
 }
 
 fn socket_error(e: SocketError) -> TransportError {

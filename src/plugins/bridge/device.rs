@@ -5,7 +5,7 @@ use super::config::NetConf;
 use crate::cni::Error;
 use crate::netlink::{
     self, AddrOptions, BridgeSpec, Family, Handle, Heard, Ipv6Conf, Link, LinkEvents, LinkKind, MacAddr, OperState,
-    PortFlags, PortVlan, VethError, VethSpec,
+    PortFlags, PortVlan, Transport, VethError, VethSpec,
 };
 use crate::netns::Netns;
 use crate::sysctl;
@@ -297,7 +297,16 @@ pub fn ensure_addr(h: &Handle, link: &Link, gw: IpNetwork, force: bool) -> Resul
 /// bridge: on a full bridge that wait was most of an ADD's growth. Whenever the
 /// notifications say nothing (lost, or not yet sent), the kernel is asked, as before.
 pub fn wait_port_up(h: &Handle, events: Option<&LinkEvents>, index: u32) -> Result<Link, Error> {
-    let deadline = Instant::now() + PORT_UP_TIMEOUT;
+    wait_port_up_within(h, events, index, PORT_UP_TIMEOUT)
+}
+
+fn wait_port_up_within<T: Transport>(
+    h: &Handle<T>,
+    events: Option<&LinkEvents>,
+    index: u32,
+    timeout: Duration,
+) -> Result<Link, Error> {
+    let deadline = Instant::now() + timeout;
     loop {
         // without notifications, or when they ended early (lost, or the link deleted), the
         // kernel's answer is polled
@@ -338,5 +347,53 @@ fn oper_state_name(s: OperState) -> &'static str {
         OperState::Testing => "testing",
         OperState::Dormant => "dormant",
         OperState::Up => "up",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netlink::testing::{link, FakeTransport};
+    use crate::netlink::LinkKind;
+
+    fn port(oper_state: OperState) -> Link {
+        Link {
+            oper_state,
+            ..link(7, "veth01020304", LinkKind::Veth)
+        }
+    }
+
+    /// Notifications that say nothing (here: none come for the link) leave the answer to the
+    /// kernel, asked once per listening slice.
+    #[test]
+    fn notifications_that_say_nothing_fall_back_to_asking() {
+        let fake = FakeTransport::new();
+        fake.push_links(&[port(OperState::Up)]);
+        let h = Handle::with_transport(&fake);
+        let events = LinkEvents::subscribe().ok(); // none under an emulator without it
+        let started = Instant::now();
+        let l = wait_port_up_within(&h, events.as_ref(), 7, PORT_UP_TIMEOUT).unwrap();
+        assert_eq!(l.name, "veth01020304");
+        assert_eq!(fake.requests().len(), 1, "asked once");
+        if events.is_some() {
+            assert!(
+                started.elapsed() >= PORT_UP_RECHECK,
+                "listened first: {:?}",
+                started.elapsed()
+            );
+        }
+    }
+
+    /// A port that never comes up is the reference's error, with Go netlink's state name.
+    #[test]
+    fn a_port_that_never_comes_up_is_the_references_error() {
+        let fake = FakeTransport::new();
+        for _ in 0..20 {
+            fake.push_links(&[port(OperState::LowerLayerDown)]);
+        }
+        let h = Handle::with_transport(&fake);
+        let e = wait_port_up_within(&h, None, 7, Duration::from_millis(30)).unwrap_err();
+        assert_eq!(e.to_string(), "bridge port in error state: lower-layer-down");
+        assert!(fake.requests().len() >= 2, "polled: {}", fake.requests().len());
     }
 }

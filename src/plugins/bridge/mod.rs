@@ -107,7 +107,9 @@ fn add(req: &Request, conf: &NetConf) -> Result<CniResult, Error> {
     device::setup_port(&host, &host_veth, conf, conf.vlan, conf.trunk())?;
     // Before the container end comes up, so the port's coming up is heard (see
     // `device::wait_port_up`); without the subscription the kernel is asked instead.
-    let port_events = LinkEvents::subscribe().ok();
+    let port_events = (!conf.disable_container_interface)
+        .then(LinkEvents::subscribe)
+        .and_then(Result::ok);
     let cont_link = iface::lookup(&cont, &req.ifname)?;
     let cont_mac = cont_link.mac.map(|m| m.to_string()).unwrap_or_default();
 
