@@ -102,8 +102,10 @@ fn in_process(plugin: &dyn Plugin, req: &Request, command: Command) -> Result<Op
     match command {
         Command::Add => {
             let result = plugin.add(&sub)?;
-            // what an exec'd delegate would print, read back as the caller would read it
-            let printed = super::json::Json::from(result.to_json(&req.cni_version)?);
+            // what an exec'd delegate would print, read back as the caller reads its output
+            let text = result.to_pretty_json(&req.cni_version)?;
+            let printed =
+                super::json::parse(text.as_bytes()).map_err(|e| Error::internal(format!("encoding result: {e}")))?;
             CniResult::from_plugin_output(&printed, &req.cni_version).map(Some)
         }
         Command::Del => plugin.del(&sub).map(|_| None),

@@ -198,6 +198,15 @@ mod tests {
     }
 
     #[test]
+    fn the_last_entry_of_a_variable_wins() {
+        let s = read(&[], &["CNIBOX_MAC=02:00:00:00:00:01", "CNIBOX_MAC=02:00:00:00:00:02"]).unwrap();
+        assert_eq!(s.mac.as_deref(), Some("02:00:00:00:00:02"));
+        // an empty last entry is "not given", not a fall back to the earlier one
+        let s = read(&[], &["CNIBOX_IPS=10.0.0.1", "CNIBOX_IPS="]).unwrap();
+        assert!(s.ips.is_empty(), "{:?}", s.ips);
+    }
+
+    #[test]
     fn cnibox_names_from_env_and_annotations_win() {
         let s = read(
             &[(IPS_ANNOTATION, "10.1.0.9")],

@@ -46,13 +46,16 @@ pub fn del_with_interface(
     req: &Request,
     remove_interface: impl FnOnce(&mut Teardown),
 ) {
-    let through_interface = ipam_type == Some("dhcp");
-    if let (true, Some(t)) = (through_interface, ipam_type) {
-        teardown.step(delegate::del(t, req));
-    }
-    remove_interface(teardown);
-    if let (false, Some(t)) = (through_interface, ipam_type) {
-        teardown.step(delegate::del(t, req));
+    match ipam_type {
+        Some(t @ "dhcp") => {
+            teardown.step(delegate::del(t, req));
+            remove_interface(teardown);
+        }
+        Some(t) => {
+            remove_interface(teardown);
+            teardown.step(delegate::del(t, req));
+        }
+        None => remove_interface(teardown),
     }
 }
 

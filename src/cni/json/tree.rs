@@ -94,9 +94,9 @@ impl Json {
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
             Json::Object(o) => {
                 // Inserted, not collected: a BTree collection's `FromIterator` sorts, a sort instance of
-                // ~4 KB per element type (see `util::sort`).
+                // ~4 KB per element type (see `util::sort`). A key written twice: the last wins.
                 let mut map = serde_json::Map::new();
-                map.extend(o.as_map().into_iter().map(|(k, v)| (k.to_string(), v.to_value())));
+                map.extend(o.members().map(|(k, v)| (k.to_string(), v.to_value())));
                 Value::Object(map)
             }
         }

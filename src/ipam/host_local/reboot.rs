@@ -300,8 +300,9 @@ fn failed(op: &str, name: &str) -> impl Fn(Errno) -> Unswappable {
 }
 
 /// Exchanges the network directory `live` (named `network` in `parent`) for one without
-/// the `stale` names, whose record says `boot`. Returns the new directory; the old one is
-/// left at [`old_dir_name`] for [`remove_old_dirs`].
+/// the `stale` names (sorted, as [`stale_names`] returns them: they are binary-searched),
+/// whose record says `boot`. Returns the new directory; the old one is left at
+/// [`old_dir_name`] for [`remove_old_dirs`].
 pub fn exchange(
     parent: &OwnedFd,
     network: &str,
@@ -309,6 +310,7 @@ pub fn exchange(
     stale: &[String],
     boot: &str,
 ) -> Result<OwnedFd, Unswappable> {
+    debug_assert!(stale.windows(2).all(|w| w[0] <= w[1]), "stale names must be sorted");
     let staging = old_dir_name(boot, network);
     // a leftover of a release of this boot killed before its exchange: links and our index
     // only (waiting for a remover that may be at it)
