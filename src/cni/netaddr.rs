@@ -56,6 +56,35 @@ pub fn network_of(net: IpNetwork) -> IpNetwork {
     IpNetwork::new(net.network(), net.prefix()).unwrap_or(net)
 }
 
+/// A Go `net.IPNet` (an address and a mask of bytes) as a network: the address
+/// canonicalised (a v4-mapped one is v4), and a 16-byte mask over an IPv4 address counted
+/// with its last 4 bytes, as Go's IPNet does. `None` when the mask is not a prefix mask
+/// (ones, then zeros) as long as the address's family (4 or 16 bytes).
+pub fn ipnet_of(ip: IpAddr, mask: &[u8]) -> Option<IpNetwork> {
+    let ip = ip.to_canonical();
+    let v4 = ip.is_ipv4();
+    let bits = if v4 && mask.len() == 16 { &mask[12..] } else { mask };
+    if bits.len() != if v4 { 4 } else { 16 } {
+        return None;
+    }
+    IpNetwork::new(ip, prefix_of_mask(bits)?).ok()
+}
+
+/// The length of a mask of ones followed by zeros; `None` for any other mask.
+fn prefix_of_mask(mask: &[u8]) -> Option<u8> {
+    let bits = mask.iter().flat_map(|b| (0..8).rev().map(move |i| b >> i & 1 == 1));
+    let mut ones = 0u8;
+    let mut ended = false;
+    for set in bits {
+        match (set, ended) {
+            (true, true) => return None,
+            (true, false) => ones += 1,
+            (false, _) => ended = true,
+        }
+    }
+    Some(ones)
+}
+
 /// Go's `net.ParseMAC`: 6, 8 or 20 bytes written as `aa:bb:…`, `aa-bb-…` or `aabb.ccdd.…`,
 /// any case. The error is Go's `address <s>: invalid MAC address`.
 pub fn parse_mac(s: &str) -> Result<Vec<u8>, String> {
@@ -132,6 +161,35 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn masks_are_prefixes_or_nothing() {
+        assert_eq!(prefix_of_mask(&[255, 255, 255, 0]), Some(24));
+        assert_eq!(prefix_of_mask(&[255, 255, 128, 0]), Some(17));
+        assert_eq!(prefix_of_mask(&[0, 0, 0, 0]), Some(0));
+        assert_eq!(prefix_of_mask(&[255, 0, 255, 0]), None);
+        assert_eq!(prefix_of_mask(&[254, 255, 0, 0]), None);
+    }
+
+    #[test]
+    fn an_ipnet_is_a_prefix_mask_of_its_family() {
+        let v4: IpAddr = "10.1.2.3".parse().unwrap();
+        let mapped: IpAddr = "::ffff:10.1.2.3".parse().unwrap();
+        let v6: IpAddr = "fd00::1".parse().unwrap();
+        let net = |s: &str| Some(s.parse::<IpNetwork>().unwrap());
+        assert_eq!(ipnet_of(v4, &[255, 255, 255, 0]), net("10.1.2.3/24"));
+        let mut long = [255u8; 16];
+        long[15] = 0;
+        // a 16-byte mask over IPv4 counts with its last 4 bytes; a mapped address is v4
+        assert_eq!(ipnet_of(v4, &long), net("10.1.2.3/24"));
+        assert_eq!(ipnet_of(mapped, &[255, 255, 0, 0]), net("10.1.2.3/16"));
+        assert_eq!(ipnet_of(v6, &long), net("fd00::1/120"));
+        assert_eq!(ipnet_of(v6, &[255, 255, 255, 0]), None);
+        assert_eq!(ipnet_of(v4, &[255, 255, 255]), None);
+        assert_eq!(ipnet_of(v4, &[]), None);
+        assert_eq!(ipnet_of(v4, &[255, 0, 255, 0]), None);
+        assert_eq!(ipnet_of(v4, &[255; 40]), None);
     }
 
     #[test]

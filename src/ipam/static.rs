@@ -88,35 +88,14 @@ fn ipnet_member(addr: &Fields, index: usize) -> Result<Option<IpNetwork>, Error>
     }
     let Some(ip) = ip else { return Ok(None) };
     let mask = mask.unwrap_or_default();
-    let v4 = ip.to_canonical().is_ipv4();
-    // a 16-byte mask over an IPv4 address counts with its last 4 bytes, as Go's IPNet does
-    let bits: &[u8] = if v4 && mask.len() == 16 { &mask[12..] } else { &mask };
-    let family_len = if v4 { 4 } else { 16 };
     // the reference prints such an address as `<nil>` or a hex mask, which no reader takes
-    let prefix = prefix_of_mask(bits)
-        .filter(|_| bits.len() == family_len)
-        .ok_or_else(|| {
-            Error::internal(format!(
-                "invalid address {index}: the mask of 'Address' is not a prefix mask of {family_len} bytes"
-            ))
-        })?;
-    let ip = ip.to_canonical();
-    Ok(Some(IpNetwork::new(ip, prefix).map_err(Error::internal)?))
-}
-
-/// The length of a mask of ones followed by zeros; `None` for any other mask.
-fn prefix_of_mask(mask: &[u8]) -> Option<u8> {
-    let bits = mask.iter().flat_map(|b| (0..8).rev().map(move |i| b >> i & 1 == 1));
-    let mut ones = 0u8;
-    let mut ended = false;
-    for set in bits {
-        match (set, ended) {
-            (true, true) => return None,
-            (true, false) => ones += 1,
-            (false, _) => ended = true,
-        }
-    }
-    Some(ones)
+    let net = netaddr::ipnet_of(ip, &mask).ok_or_else(|| {
+        let family_len = if ip.to_canonical().is_ipv4() { 4 } else { 16 };
+        Error::internal(format!(
+            "invalid address {index}: the mask of 'Address' is not a prefix mask of {family_len} bytes"
+        ))
+    })?;
+    Ok(Some(net))
 }
 
 /// A `net.IPMask` (a `[]byte`): base64 text, or a list of byte values.
@@ -421,14 +400,5 @@ mod tests {
             e(two, ""),
             "CNI version 0.2.0 does not support more than 1 address per family"
         );
-    }
-
-    #[test]
-    fn masks_are_prefixes_or_nothing() {
-        assert_eq!(prefix_of_mask(&[255, 255, 255, 0]), Some(24));
-        assert_eq!(prefix_of_mask(&[255, 255, 128, 0]), Some(17));
-        assert_eq!(prefix_of_mask(&[0, 0, 0, 0]), Some(0));
-        assert_eq!(prefix_of_mask(&[255, 0, 255, 0]), None);
-        assert_eq!(prefix_of_mask(&[254, 255, 0, 0]), None);
     }
 }

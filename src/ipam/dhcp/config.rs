@@ -47,7 +47,7 @@ impl IpamConfig {
         json::opt_str(&ipam, "type", &path("type"))?;
         let mut provide = vec![];
         for item in list(&ipam, "provide", "[]main.ProvideOption")? {
-            let o = element(item, "provide", "main.ProvideOption")?;
+            let o = json::as_struct(item, "IPAMConfig.ipam.provide", "main.ProvideOption")?;
             let p = |k: &str| format!("ProvideOption.ipam.provide.{k}");
             provide.push(Provide {
                 option: str_of(json::value_field(&o, "option", "main.DHCPOption", |v| {
@@ -60,7 +60,7 @@ impl IpamConfig {
         }
         let mut request = vec![];
         for item in list(&ipam, "request", "[]main.RequestOption")? {
-            let o = element(item, "request", "main.RequestOption")?;
+            let o = json::as_struct(item, "IPAMConfig.ipam.request", "main.RequestOption")?;
             let p = |k: &str| format!("RequestOption.ipam.request.{k}");
             request.push(RequestOption {
                 skip_default: json::opt_bool(&o, "skipDefault", &p("skipDefault"))?.unwrap_or(false),
@@ -93,14 +93,6 @@ fn str_of(s: Option<&str>) -> String {
 
 fn list<'a>(ipam: &Fields<'a>, key: &str, go_type: &str) -> Result<&'a [Json], Error> {
     Ok(json::opt_list(ipam, key, &format!("IPAMConfig.ipam.{key}"), go_type)?.unwrap_or(&[]))
-}
-
-/// An element of a slice of structs: an object (`null` is a zero struct).
-fn element<'a>(item: &'a Json, key: &str, go_type: &str) -> Result<Fields<'a>, Error> {
-    match item {
-        Json::Object(_) | Json::Null => json::as_object(item, ""),
-        other => Err(json::type_error(other, &format!("IPAMConfig.ipam.{key}"), go_type)),
-    }
 }
 
 /// The client identifier of an attachment (without its type byte): the reference's, so a
@@ -260,6 +252,41 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_element_read_leniently_keeps_the_socket() {
+        let ipam = json!({"daemonSocketPath": "/x.sock", "provide": [5]});
+        let c = json::leniently(|| read(ipam.clone())).unwrap();
+        assert_eq!(c.socket(), PathBuf::from("/x.sock"));
+        assert_eq!(
+            read(ipam).unwrap_err().msg,
+            "json: cannot unmarshal number into Go struct field IPAMConfig.ipam.provide of type main.ProvideOption"
+        );
+        let ipam = json!({"daemonSocketPath": "/x.sock", "request": ["x"]});
+        assert_eq!(
+            json::leniently(|| read(ipam.clone())).unwrap().socket(),
+            PathBuf::from("/x.sock")
+        );
+        assert_eq!(
+            read(ipam).unwrap_err().msg,
+            "json: cannot unmarshal string into Go struct field IPAMConfig.ipam.request of type main.RequestOption"
+        );
+    }
+
+    #[test]
+    fn keys_match_case_insensitively_as_go() {
+        let c = read(json!({
+            "DaemonSocketPath": "/y.sock", "Priority": 3,
+            "PROVIDE": [{"Option": "host-name", "FromArg": "K"}],
+            "Request": [{"SKIPDEFAULT": true}],
+        }))
+        .unwrap();
+        assert_eq!(c.socket(), PathBuf::from("/y.sock"));
+        assert_eq!(c.priority, 3);
+        assert_eq!(c.provide[0].option, "host-name");
+        assert_eq!(c.provide[0].from_arg, "K");
+        assert!(c.request[0].skip_default);
+    }
+
+    #[test]
     fn options_as_the_reference_prepares_them() {
         let conf = IpamConfig {
             provide: vec![
@@ -323,6 +350,26 @@ mod tests {
         assert!(prepare("", &long)
             .unwrap_err()
             .starts_with("value too long for option \"host-name\": \"xxx"));
+        let long_arg = IpamConfig {
+            provide: vec![Provide {
+                option: "host-name".into(),
+                value: "fixed".into(),
+                from_arg: "K8S_POD_NAME".into(),
+            }],
+            ..IpamConfig::default()
+        };
+        let args = format!("K8S_POD_NAME={}", "y".repeat(256));
+        // the reference quotes the option's own value, not the argument's
+        assert_eq!(
+            prepare(&args, &long_arg).unwrap_err(),
+            "value too long for option \"host-name\" from CNI_ARGS \"K8S_POD_NAME\": \"fixed\""
+        );
+        assert_eq!(
+            prepare(&format!("K8S_POD_NAME={}", "y".repeat(255)), &long_arg)
+                .unwrap()
+                .provided,
+            vec![(12, "y".repeat(255).into_bytes())]
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ impl Value {
         String::from_utf8_lossy(self.bytes(name)).into_owned()
     }
 
-    /// An integer field (absent is 0).
+    /// An integer field; `None` when absent or not an integer an `i64` holds.
     pub fn int(&self, name: &str) -> Option<i64> {
         match self.field(name) {
             Some(Value::Int(i)) => Some(*i),
@@ -557,8 +557,11 @@ pub(crate) mod tests {
     #[test]
     fn hostile_messages_are_errors() {
         let mut d = Decoder::new();
-        // a count larger than the message
-        assert!(d.message(&[0xff, 0x82, 0x01, 0x7f]).is_err());
+        // a count larger than the message: a string (id 6) claiming 127 bytes
+        assert_eq!(
+            d.message(&[0x0c, 0x00, 0x7f]).unwrap_err(),
+            "gob: a count beyond the message"
+        );
         // a value of a type never defined
         assert!(d.message(&[0xff, 0x82, 0x00]).is_err());
         // a type defined twice

@@ -62,12 +62,15 @@ fn cmd_args(req: &Request) -> CmdArgs {
 }
 
 fn call(client: &mut Client, method: &str, req: &Request) -> Result<gob::Value, Error> {
-    client.call(method, &cmd_args(req)).map_err(|e| {
-        let why = match e {
-            CallError::Server(m) | CallError::Broken(m) => m,
-        };
-        Error::internal(format!("error calling {method}: {why}"))
-    })
+    client.call(method, &cmd_args(req)).map_err(|e| call_error(method, e))
+}
+
+/// A call that failed, the daemon's refusal or a broken connection alike.
+fn call_error(method: &str, e: CallError) -> Error {
+    let why = match e {
+        CallError::Server(m) | CallError::Broken(m) => m,
+    };
+    Error::internal(format!("error calling {method}: {why}"))
 }
 
 impl Plugin for Dhcp {
@@ -99,9 +102,7 @@ impl Plugin for Dhcp {
             Err(CallError::Server(m)) if m.starts_with("rpc: can't find method") => {
                 call(&mut client, "DHCP.Allocate", req).map(drop)
             }
-            Err(CallError::Server(m) | CallError::Broken(m)) => {
-                Err(Error::internal(format!("error calling DHCP.Check: {m}")))
-            }
+            Err(e) => Err(call_error("DHCP.Check", e)),
         }
     }
 

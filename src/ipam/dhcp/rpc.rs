@@ -11,6 +11,7 @@
 //! thread never blocks on a slow client.
 use super::gob::{self, Def, Struct, Value, BYTES, INT, STRING, UINT};
 use crate::cni::error::go_errno_text;
+use crate::cni::netaddr;
 use crate::cni::result::{Dns, IpConfig, Route};
 use crate::cni::CniResult;
 use ipnetwork::IpNetwork;
@@ -412,22 +413,7 @@ fn ip_of(b: &[u8]) -> Option<IpAddr> {
 fn net_of(v: Option<&Value>) -> Result<IpNetwork, String> {
     let v = v.ok_or("an address without its network")?;
     let ip = ip_of(v.bytes("IP")).ok_or("an address of a bad length")?;
-    let mask = v.bytes("Mask");
-    let mask = match (ip, mask.len()) {
-        (IpAddr::V4(_), 16) => &mask[12..],
-        _ => mask,
-    };
-    let ones: u32 = mask.iter().map(|b| b.count_ones()).sum();
-    let contiguous = mask
-        .iter()
-        .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1))
-        .skip(ones as usize)
-        .all(|bit| bit == 0);
-    let full = if ip.is_ipv4() { 4 } else { 16 };
-    if mask.len() != full || !contiguous {
-        return Err("a non-canonical mask".into());
-    }
-    IpNetwork::new(ip, ones as u8).map_err(|e| e.to_string())
+    netaddr::ipnet_of(ip, v.bytes("Mask")).ok_or_else(|| "a non-canonical mask".into())
 }
 
 /// The result a daemon sent (`current.Result`), as cnibox holds results.
@@ -574,5 +560,34 @@ mod tests {
         assert_eq!(r.ips[0].address.to_string(), "10.1.2.3/24");
         assert_eq!(r.ips[0].gateway, Some("10.1.2.1".parse().unwrap()));
         assert_eq!(r.routes[0].dst.to_string(), "0.0.0.0/0");
+    }
+
+    #[test]
+    fn a_net_reads_only_with_a_prefix_mask_of_its_family() {
+        let net = |ip: &[u8], mask: &[u8]| {
+            let v = Value::Struct(vec![
+                ("IP".into(), Value::Bytes(ip.to_vec())),
+                ("Mask".into(), Value::Bytes(mask.to_vec())),
+            ]);
+            net_of(Some(&v)).map(|n| n.to_string())
+        };
+        assert_eq!(net(&[10, 1, 2, 3], &[255, 255, 255, 0]), Ok("10.1.2.3/24".into()));
+        let mut mapped = [0u8; 16];
+        mapped[10..].copy_from_slice(&[0xff, 0xff, 10, 1, 2, 3]);
+        let mut long = [255u8; 16];
+        long[15] = 0;
+        assert_eq!(net(&mapped, &long), Ok("10.1.2.3/24".into()));
+        for mask in [&[255, 0, 255, 0][..], &[255, 255, 255], &[]] {
+            assert_eq!(
+                net(&[10, 1, 2, 3], mask),
+                Err("a non-canonical mask".into()),
+                "{mask:?}"
+            );
+        }
+        assert_eq!(
+            net(&[10, 1, 2], &[255, 255, 255, 0]),
+            Err("an address of a bad length".into())
+        );
+        assert_eq!(net_of(None), Err("an address without its network".into()));
     }
 }

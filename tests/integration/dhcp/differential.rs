@@ -1,17 +1,17 @@
 //! The reference's dhcp plugin and daemon (Debian's, v1.1.1) beside cnibox's on the same
 //! server; and each plugin with the other's daemon (they speak the same protocol).
 use super::*;
+use crate::plugin_state::with_prev;
 use nix::sys::signal::Signal;
 
 /// Debian's daemon has no `-resendtimeout`.
 const REFERENCE_DAEMON: &[&str] = &["-timeout", "1s", "-resendmax", "1s"];
-const CNIBOX_DAEMON: &[&str] = &["-timeout", "1s", "-resendmax", "2s", "-resendtimeout", "10s"];
 /// The container interface's MAC, the same for both runs: dnsmasq picks an address from it.
 const MAC: &str = "02:00:00:00:77:01";
 
 fn daemon_flags(which: Which) -> &'static [&'static str] {
     match which {
-        Which::Cnibox => CNIBOX_DAEMON,
+        Which::Cnibox => DAEMON,
         Which::Reference => REFERENCE_DAEMON,
     }
 }
@@ -44,15 +44,8 @@ fn lease_life(
     });
     let mut held = held.unwrap();
     held.expires = 0;
-    let mut del = conf.clone();
-    del["prevResult"] = result.clone();
-    call("DEL", &del).success();
-    wait_until(Duration::from_secs(5), "the lease released", || {
-        match lan.lease_of(&ip) {
-            None => Ok(()),
-            Some(l) => Err(format!("{which:?}: {l:?}")),
-        }
-    });
+    call("DEL", &with_prev(conf, &result)).success();
+    lan.wait_released(&ip);
     let after = lan.leases();
     lan.stop_daemon(Signal::SIGTERM);
     // now: the next run's macvlan with the same MAC cannot come up beside it
@@ -102,59 +95,46 @@ fn same_results_and_server_state_as_the_reference() {
     }
 }
 
-/// cnibox's plugins with the reference's daemon: ADD, CHECK (the reference's daemon has no
-/// DHCP.Check: CHECK asks DHCP.Allocate, as the reference's plugin does), DEL.
-#[test]
-fn cnibox_plugin_with_the_reference_daemon() {
+/// ADD, CHECK and DEL through `plugin`'s plugins and `daemon`'s daemon, one of each (they
+/// speak the same protocol): the lease is in the server's file while held and gone after
+/// DEL; with cnibox's plugin the container reaches the server, with cnibox's daemon no
+/// record is left.
+fn interop(plugin: Which, daemon: Which, id: &str) {
     if common::reference_dir().is_none() {
         return;
     }
     let mut lan = Lan::new(Uplink::Macvlan);
     lan.start_server(ServerKind::Dnsmasq, &ServerOpts::default());
-    lan.start_daemon(Which::Reference, REFERENCE_DAEMON);
+    lan.start_daemon(daemon, daemon_flags(daemon));
     let ns = lan.env.container();
     let conf = lan.conf("1.0.0", json!({}));
-    let result = lan.call("ADD", "interop1", &ns, &conf).success();
+    let call = |verb: &str, c: &Value| lan.plugin(plugin).exec(verb, id, ns.path_str(), "eth0", c);
+    let result = call("ADD", &conf).success();
     let ip = Lan::address_of(&result);
     assert!(lan.lease_of(&ip).is_some());
-    assert!(ns.ping(SERVER));
-    let mut with_prev = conf.clone();
-    with_prev["prevResult"] = result;
-    lan.call("CHECK", "interop1", &ns, &with_prev).success();
-    lan.call("DEL", "interop1", &ns, &with_prev).success();
-    wait_until(Duration::from_secs(5), "released", || match lan.lease_of(&ip) {
-        None => Ok(()),
-        Some(l) => Err(format!("{l:?}")),
-    });
+    if plugin == Which::Cnibox {
+        assert!(ns.ping(SERVER));
+    }
+    let checked = with_prev(&conf, &result);
+    call("CHECK", &checked).success();
+    call("DEL", &checked).success();
+    lan.wait_released(&ip);
+    if daemon == Which::Cnibox {
+        assert!(lan.records().is_empty());
+    }
+}
+
+/// cnibox's plugins with the reference's daemon: ADD, CHECK (the reference's daemon has no
+/// DHCP.Check: CHECK asks DHCP.Allocate, as the reference's plugin does), DEL.
+#[test]
+fn cnibox_plugin_with_the_reference_daemon() {
+    interop(Which::Cnibox, Which::Reference, "interop1");
 }
 
 /// The reference's plugins with cnibox's daemon: ADD, CHECK, DEL.
 #[test]
 fn the_reference_plugin_with_cniboxs_daemon() {
-    if common::reference_dir().is_none() {
-        return;
-    }
-    let mut lan = Lan::new(Uplink::Macvlan);
-    lan.start_server(ServerKind::Dnsmasq, &ServerOpts::default());
-    lan.start_daemon(Which::Cnibox, CNIBOX_DAEMON);
-    let ns = lan.env.container();
-    let conf = lan.conf("1.0.0", json!({}));
-    let reference = |verb: &str, c: &Value| {
-        lan.plugin(Which::Reference)
-            .exec(verb, "interop2", ns.path_str(), "eth0", c)
-    };
-    let result = reference("ADD", &conf).success();
-    let ip = Lan::address_of(&result);
-    assert!(lan.lease_of(&ip).is_some());
-    let mut with_prev = conf.clone();
-    with_prev["prevResult"] = result;
-    reference("CHECK", &with_prev).success();
-    reference("DEL", &with_prev).success();
-    wait_until(Duration::from_secs(5), "released", || match lan.lease_of(&ip) {
-        None => Ok(()),
-        Some(l) => Err(format!("{l:?}")),
-    });
-    assert!(lan.records().is_empty());
+    interop(Which::Reference, Which::Cnibox, "interop2");
 }
 
 /// No server: both fail ADD with the same error, each after its daemon's timeouts (the

@@ -24,6 +24,8 @@ pub const NETWORK: &str = "lan";
 /// The host end of the LAN's veth: a macvlan master, or enslaved to [`BRIDGE`].
 pub const UPLINK: &str = "up0";
 pub const BRIDGE: &str = "br0";
+/// cnibox's daemon's flags: quick retransmissions; acquiring for ADD gives up after 10 s.
+pub const DAEMON: &[&str] = &["-timeout", "1s", "-resendmax", "2s", "-resendtimeout", "10s"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Uplink {
@@ -283,6 +285,18 @@ impl Lan {
         self.leases().into_iter().find(|l| l.ip == ip && l.expires > 0)
     }
 
+    /// Waits until the server holds no unexpired lease of `ip` (panics after 5 s).
+    pub fn wait_released(&self, ip: &str) {
+        wait_until(
+            Duration::from_secs(5),
+            &format!("{ip} released on the server"),
+            || match self.lease_of(ip) {
+                None => Ok(()),
+                Some(l) => Err(format!("{l:?}")),
+            },
+        );
+    }
+
     /// The client identifier dnsmasq records for an attachment (type 0, then the ID).
     pub fn client_id_hex(id: &str) -> String {
         std::iter::once(0u8)
@@ -360,6 +374,13 @@ impl Lan {
 
     pub fn daemon_pid(&self) -> i32 {
         self.daemon.as_ref().expect("a daemon").child.id() as i32
+    }
+
+    /// The daemon has not exited (a crashed child not yet reaped still has its `/proc`
+    /// entry, so this asks `try_wait`).
+    pub fn daemon_running(&mut self) -> bool {
+        let d = self.daemon.as_mut().expect("a daemon");
+        d.child.try_wait().expect("the daemon's status").is_none()
     }
 
     /// Every daemon log of this test, in order.

@@ -289,8 +289,8 @@ impl Lease {
         (l, actions)
     }
 
-    /// A lease held before a restart, from its record: bound, or renewing, rebinding or
-    /// acquiring again by how much of it has passed.
+    /// A lease held before a restart, from its record: Bound; `on_timer` walks it through
+    /// renewing, rebinding and expiry as each is due.
     pub fn restore(params: Params, timing: Timing, binding: Binding) -> Lease {
         Lease {
             params,
@@ -305,11 +305,6 @@ impl Lease {
     /// True while messages are exchanged (the daemon keeps the packet socket open).
     pub fn exchanging(&self) -> bool {
         self.exchange.is_some()
-    }
-
-    /// True while ADD still waits for the first lease.
-    pub fn acquiring_for_add(&self) -> bool {
-        self.binding.is_none() && self.lost.is_none()
     }
 
     /// When [`Lease::on_timer`] has something to do next.

@@ -96,9 +96,10 @@ pub fn set_down(att: &Attachment) -> Result<(), Unreachable> {
     })
 }
 
-/// True while the namespace path exists.
-pub fn netns_exists(path: &Path) -> bool {
-    Netns::open(path).is_ok()
+/// True when the namespace path is not there or holds no network namespace (any other
+/// failure to open it, such as EACCES or EMFILE, says nothing of it being gone).
+pub fn netns_gone(path: &Path) -> bool {
+    Netns::open(path).is_err_and(|e| e.is_not_found() || e.is_not_netns())
 }
 
 /// An `AF_PACKET` datagram socket for IPv4 on one interface, filtered to UDP port 68.

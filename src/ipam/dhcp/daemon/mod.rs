@@ -321,7 +321,7 @@ impl Daemon {
         let (wall, mono) = (SystemTime::now(), Instant::now());
         for r in records {
             let att = self.attachment(&r.netns, &r.ifname);
-            if !link::netns_exists(&att.netns) {
+            if link::netns_gone(&att.netns) {
                 log(&format!(
                     "{}: {} is gone, forgetting the lease",
                     r.client_id,
@@ -547,10 +547,7 @@ impl Daemon {
                 }
                 Action::Failed(msg) => {
                     log(&format!("{id}: {msg}"));
-                    let e = self.entries.remove(i);
-                    for w in e.waiters {
-                        self.answer(w, Err(msg.clone()));
-                    }
+                    self.forget(i, &msg);
                 }
                 Action::LinkDown => {
                     if let Err(e) = link::set_down(&self.entries[i].att) {
@@ -591,13 +588,22 @@ impl Daemon {
         match e {
             Unreachable::Gone(why) => {
                 log(&format!("{id}: {why}: the interface is gone, the lease is forgotten"));
-                let gone = self.entries.remove(i);
-                let _ = self.store.remove(&id);
-                for w in gone.waiters {
-                    self.answer(w, Err(why.clone()));
-                }
+                self.forget(i, &why);
             }
             Unreachable::Failed(why) => log(&format!("{id}: {why}")),
+        }
+    }
+
+    /// Ends lease `i`: its entry and its record go, and ADD's calls waiting for it are
+    /// answered with `why`.
+    fn forget(&mut self, i: usize, why: &str) {
+        let e = self.entries.remove(i);
+        let id = &e.lease.params.client_id;
+        if let Err(err) = self.store.remove(id) {
+            log(&format!("{id}: removing the lease record: {err}"));
+        }
+        for w in e.waiters {
+            self.answer(w, Err(why.to_string()));
         }
     }
 
@@ -710,10 +716,9 @@ impl Daemon {
         let w = Waiter { conn, method, seq };
         let reply = match w.method.as_str() {
             "DHCP.Allocate" => match self.allocate(&args) {
-                Ok(Some(result)) => Ok(Some(result)),
-                Ok(None) => {
+                Ok((_, Some(result))) => Ok(Some(result)),
+                Ok((id, None)) => {
                     // acquiring: answered when the lease is bound (or fails)
-                    let id = self.client_id_of(&args).unwrap_or_default();
                     if let Some(i) = self.find(&id) {
                         self.entries[i].waiters.push(w);
                         return;
@@ -749,14 +754,15 @@ impl Daemon {
         Ok(config::client_id(&args.container_id, &name, &args.ifname))
     }
 
-    /// ADD: the lease held for the attachment, or a new one acquired (`None`: wait).
-    fn allocate(&mut self, args: &CmdArgs) -> Result<Option<CniResult>, String> {
+    /// ADD: the attachment's client ID, and the lease held for it, or a new one acquired
+    /// (`None`: wait).
+    fn allocate(&mut self, args: &CmdArgs) -> Result<(String, Option<CniResult>), String> {
         let (_, ipam, name) = Self::config_of(args)?;
         let options = config::prepare(&args.args, &ipam)?;
         let id = config::client_id(&args.container_id, &name, &args.ifname);
         if let Some(i) = self.find(&id) {
             let e = &self.entries[i];
-            return Ok(e.lease.binding.is_some().then(|| result_of(e)));
+            return Ok((id, e.lease.binding.is_some().then(|| result_of(e))));
         }
         log(&format!("{id}: acquiring lease"));
         let att = self.attachment(&args.netns, &args.ifname);
@@ -777,7 +783,7 @@ impl Daemon {
             waiters: vec![],
         });
         self.apply(&id, actions);
-        Ok(None)
+        Ok((id, None))
     }
 
     /// DEL: the lease released (DHCPRELEASE to its server) and forgotten. A lease not held
@@ -792,20 +798,14 @@ impl Daemon {
                 log(&format!("{id}: failed to release DHCP lease: {}", e.message()));
             }
         }
-        let e = self.entries.remove(i);
-        if let Err(err) = self.store.remove(&id) {
-            log(&format!("{id}: removing the lease record: {err}"));
-        }
-        for w in e.waiters {
-            self.answer(w, Err("the lease was released while acquiring".into()));
-        }
+        self.forget(i, "the lease was released while acquiring");
         Ok(())
     }
 
     /// CHECK: the lease is held, and for the address the container has (prevResult).
     fn check(&mut self, args: &CmdArgs) -> Result<(), String> {
-        let (conf, _, _) = Self::config_of(args)?;
-        let id = self.client_id_of(args)?;
+        let (conf, _, name) = Self::config_of(args)?;
+        let id = config::client_id(&args.container_id, &name, &args.ifname);
         let i = self.find(&id).ok_or_else(|| format!("{id}: no DHCP lease is held"))?;
         let Some(b) = &self.entries[i].lease.binding else {
             return Err(format!("{id}: the lease was lost; acquiring again"));

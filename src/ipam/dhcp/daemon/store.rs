@@ -55,18 +55,17 @@ impl Store {
     }
 
     pub fn save(&self, r: &Record) -> io::Result<()> {
-        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let since = r.bound_at.duration_since(UNIX_EPOCH).unwrap_or_default();
         let doc = json!({
             "clientID": r.client_id,
             "netns": r.netns,
             "ifname": r.ifname,
-            "mac": hex(&r.mac),
+            "mac": sha512::hex(&r.mac),
             "provide": r.options.provided.iter().map(|(c, v)| json!([c, base64::encode(v)])).collect::<Vec<_>>(),
-            "request": hex(&r.options.requested),
+            "request": sha512::hex(&r.options.requested),
             "priority": r.priority,
             "ack": base64::encode(&r.ack),
-            "serverMAC": hex(&r.server_mac),
+            "serverMAC": sha512::hex(&r.server_mac),
             "boundAtMillis": since.as_millis() as u64,
         });
         atomic::write(&self.path(&r.client_id), doc.to_string().as_bytes())
